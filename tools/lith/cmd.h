@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Entry points of lith's subcommands; each takes argv starting at its name. */
+#ifndef LITH_TOOLS_CMD_H
+#define LITH_TOOLS_CMD_H
+
+int cmd_s3(int argc, char **argv);
+
+#endif
