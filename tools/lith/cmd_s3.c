@@ -28,6 +28,7 @@ struct s3cmd {
 	/* subcommand options */
 	const char *range;
 	const char *output;
+	const char *if_match;
 	uint64_t part_size;
 	unsigned concurrency;
 	bool recursive;
@@ -36,7 +37,7 @@ struct s3cmd {
 static const char usage_text[] =
 	"usage: lith s3 ls    s3://bucket[/prefix] [--recursive]\n"
 	"       lith s3 head  s3://bucket/key\n"
-	"       lith s3 get   s3://bucket/key [--range A-B] [-o FILE]\n"
+	"       lith s3 get   s3://bucket/key [--range A-B] [-o FILE] [--if-match ETAG]\n"
 	"       lith s3 bench s3://bucket/key [--concurrency N] [--part-size SIZE]\n"
 	"options:\n" S3OPTS_HELP
 	"  --concurrency N      parallel ranged GETs (get: 8, bench: 16)\n"
@@ -52,6 +53,7 @@ static int parse_args(struct s3cmd *c, int argc, char **argv)
 		{ "concurrency", required_argument, NULL, 'c' },
 		{ "part-size", required_argument, NULL, 'p' },
 		{ "recursive", no_argument, NULL, 'R' },
+		{ "if-match", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -66,6 +68,7 @@ static int parse_args(struct s3cmd *c, int argc, char **argv)
 		case 'r': c->range = optarg; break;
 		case 'o': c->output = optarg; break;
 		case 'R': c->recursive = true; break;
+		case 'E': c->if_match = optarg; break;
 		case 'c':
 			if (parse_u64(optarg, &v) < 0 || v < 1 || v > 1024) {
 				fprintf(stderr, "lith s3: --concurrency %s: expected 1..1024\n", optarg);
@@ -110,8 +113,8 @@ static int open_client(struct s3cmd *c)
 
 static int report(const char *what, const struct s3cmd *c, const struct s3_result *res)
 {
-	fprintf(stderr, "lith s3 %s s3://%s/%s: %s\n", what, c->uri.bucket, c->uri.key,
-		res->errmsg[0] ? res->errmsg : strerror(-res->err));
+	fprintf(stderr, "lith s3 %s s3://%s/%s: %s [%s]\n", what, c->uri.bucket, c->uri.key,
+		res->errmsg[0] ? res->errmsg : strerror(-res->err), strerror(-res->err));
 	return 1;
 }
 
@@ -195,7 +198,7 @@ static int run_transfer(struct s3cmd *c, int out_fd, struct transfer_stats *st)
 
 	if (s3_head(c->engine, c->bucket, c->uri.key, &head) < 0)
 		return report("head", c, &head);
-	spec.etag = head.etag;
+	spec.etag = c->if_match ? c->if_match : head.etag;
 	r = resolve_range(c, &head, &spec.first, &spec.last);
 	if (r != 0)
 		return r < 0 ? 1 : 0;

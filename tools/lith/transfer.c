@@ -88,10 +88,11 @@ static int consume(const struct transfer_spec *sp, struct slot *s, struct transf
 	st->retries += res->retries;
 	st->ttfb_sum_s += res->ttfb_s;
 	if (res->err < 0) {
-		fprintf(stderr, "lith: get s3://%s/%s bytes %llu-%llu: %s\n",
+		fprintf(stderr, "lith: get s3://%s/%s bytes %llu-%llu: %s [%s]\n",
 			s3_bucket_name(s->req.bucket), sp->key,
 			(unsigned long long)s->req.offset,
-			(unsigned long long)(s->req.offset + s->req.length - 1), res->errmsg);
+			(unsigned long long)(s->req.offset + s->req.length - 1), res->errmsg,
+			strerror(-res->err));
 		return res->err;
 	}
 	st->bytes += res->bytes;
