@@ -10,12 +10,15 @@
  * elements are skipped. encoding-type=url is undone after the parse, because
  * <EncodingType> may come after the entries it governs.
  *
- * How servers encode under encoding-type=url (checked against RGW source and
- * a live RGW, and against botocore, which undoes it with unquote_plus):
- * AWS S3 sends a space as '+', Ceph RGW as "%20"; both send a literal '+' as
- * "%2B" and '%' as "%25". So '+' -> ' ' plus %XX decoding is right for both.
- * RGW echoes the top-level <Prefix> and <StartAfter> unencoded even under
- * encoding-type=url; see decode_echo_prefix().
+ * How servers encode under encoding-type=url (RGW 16.2 recorded live, see
+ * tests/unit/fetch/s3/data; AWS from measurements and botocore, which undoes
+ * it with unquote_plus): AWS S3 sends a space as '+', Ceph RGW as "%20"; both
+ * send a literal '+' as "%2B" and '%' as "%25", so '+' -> ' ' plus %XX
+ * decoding is right for both. RGW echoes the top-level <Prefix>, <Delimiter>
+ * and <StartAfter> unencoded even under encoding-type=url: Delimiter and
+ * StartAfter are not read at all, the echoed Prefix see decode_echo_prefix().
+ * RGW's NextContinuationToken is the last raw key; a control character in it
+ * comes out as an XML-invalid &#x01; and the page is rejected.
  *
  * Pure functions on caller memory; thread-safe; runs in whatever thread
  * calls it (the fetch daemon's S3 workers).
