@@ -150,7 +150,7 @@ static void collect_headers(struct s3_xfer *x, const struct s3_bucket_target *t,
 			 (unsigned long long)(req->offset + req->length - 1));
 		sh->h[sh->n++] = (struct sigv4_header){ "range", sh->range };
 	}
-	if (req->op == S3_OP_GET && req->if_match) {
+	if (req->op != S3_OP_LIST && req->if_match) {
 		char norm[S3_ETAG_MAX];
 		response_etag_normalize(req->if_match, strlen(req->if_match), norm, sizeof(norm));
 		snprintf(sh->if_match, sizeof(sh->if_match), "\"%s\"", norm);

@@ -116,7 +116,7 @@ struct s3_request {
 	const char *key;             /* GET, HEAD */
 	uint64_t offset;             /* GET */
 	uint64_t length;             /* GET: 0 = whole object (must fit in cap) */
-	const char *if_match;        /* GET: pinned ETag, or NULL */
+	const char *if_match;        /* GET, HEAD: pinned ETag, or NULL */
 	void *buf;                   /* GET: destination */
 	size_t cap;
 	struct s3_list_args list;    /* LIST */

@@ -171,6 +171,9 @@ enum xfer_outcome xfer_finish(struct s3_xfer *x, CURLcode code, enum retry_class
 	case S3_OP_HEAD:
 		if (!x->have_length)
 			return fail(x, -EPROTO, RETRY_NO, cls, "HEAD without Content-Length");
+		if (req->if_match && !response_etag_equal(req->if_match, x->etag))
+			return fail(x, -ESTALE, RETRY_NO, cls, "object changed: ETag %s, pinned %s",
+				    x->etag, req->if_match);
 		fill_object_meta(x, x->content_length);
 		return XFER_DONE;
 	default:

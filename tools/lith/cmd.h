@@ -4,5 +4,7 @@
 #define LITH_TOOLS_CMD_H
 
 int cmd_s3(int argc, char **argv);
+int cmd_index(int argc, char **argv);
+int cmd_cached(int argc, char **argv);
 
 #endif

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * `lith`: the single user-facing executable. Dispatches on the first
- * argument to a subcommand (s3 for now; cached, mount, index and csi come
- * with their modules). Exit codes: 0 ok, 1 failure, 2 usage error.
+ * argument to a subcommand (s3 and index for now; cached, mount and csi
+ * come with their modules). Exit codes: 0 ok, 1 failure, 2 usage error.
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +15,8 @@ static const struct {
 	const char *help;
 } commands[] = {
 	{ "s3", cmd_s3, "talk to S3 directly: ls, head, get, bench" },
+	{ "index", cmd_index, "build or inspect a namespace index file" },
+	{ "cached", cmd_cached, "the node cache daemon (and its cat/stats clients)" },
 };
 
 static int usage(FILE *f)

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+/* GetStats: the daemon's accounting (block store, S3 fills per view and per
+ * fill kind) for the metrics exporter. Loop thread only. */
+#include <stdlib.h>
+
+#include "fetch/cached/server_impl.h"
+
+static void fill_view(struct view *v, Lith__Cache__ViewStats *vs, Lith__Cache__KindStats *ks,
+		      Lith__Cache__KindStats **kp)
+{
+	lith__cache__view_stats__init(vs);
+	vs->view = v->id;
+	vs->volume_id = v->volume_id ? v->volume_id : "";
+	vs->bucket = "";
+	vs->prefix = "";
+	vs->hits = v->hits;
+	vs->misses = v->misses;
+	for (int k = 0; k < FILL_KIND__COUNT; k++) {
+		const struct fill_kind_stats *s = &v->stats.kind[k];
+		lith__cache__kind_stats__init(&ks[k]);
+		ks[k].kind = (Lith__Cache__FillKind)k;
+		ks[k].fills = s->fills;
+		ks[k].bytes = s->bytes;
+		ks[k].ttfb_seconds_sum = s->ttfb_sum;
+		ks[k].fill_seconds_sum = s->seconds_sum;
+		kp[k] = &ks[k];
+	}
+	vs->n_kinds = FILL_KIND__COUNT;
+	vs->kinds = kp;
+}
+
+void stats_reply(struct conn *c, const Lith__Cache__Request *req)
+{
+	Lith__Cache__Reply rep = LITH__CACHE__REPLY__INIT;
+	Lith__Cache__StatsReply sr = LITH__CACHE__STATS_REPLY__INIT;
+	struct blockstore_stats bs;
+	struct fill_sched_counters fc;
+	size_t n = 0, i = 0;
+	struct view *v;
+
+	blockstore_get_stats(c->srv->cfg.store, &bs);
+	fill_sched_counters(c->srv->cfg.fills, &fc);
+	for (v = views_first(c->srv->cfg.views); v; v = v->next)
+		n++;
+	Lith__Cache__ViewStats *vs = calloc(n + 1, sizeof(*vs));
+	Lith__Cache__ViewStats **vp = calloc(n + 1, sizeof(*vp));
+	Lith__Cache__KindStats *ks = calloc((n + 1) * FILL_KIND__COUNT, sizeof(*ks));
+	Lith__Cache__KindStats **kp = calloc((n + 1) * FILL_KIND__COUNT, sizeof(*kp));
+	if (vs && vp && ks && kp)
+		for (v = views_first(c->srv->cfg.views); v && i < n; v = v->next, i++) {
+			fill_view(v, &vs[i], &ks[i * FILL_KIND__COUNT], &kp[i * FILL_KIND__COUNT]);
+			vp[i] = &vs[i];
+		}
+	sr.capacity_bytes = bs.capacity_bytes;
+	sr.used_bytes = bs.used_bytes;
+	sr.hits = bs.hits;
+	sr.misses = bs.misses;
+	sr.evictions = bs.evictions;
+	sr.s3_get = fc.gets;
+	sr.s3_errors = fc.get_errors;
+	sr.n_views = i;
+	sr.views = vp;
+	rep.id = req->id;
+	rep.body_case = LITH__CACHE__REPLY__BODY_STATS;
+	rep.stats = &sr;
+	conn_reply(c, &rep, NULL, 0);
+	free(vs);
+	free(vp);
+	free(ks);
+	free(kp);
+}
