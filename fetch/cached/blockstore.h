@@ -20,13 +20,15 @@
  * blockstore_lookup() verifies it on EVERY lookup (pread + hash outside the
  * lock), so corruption is caught at the next lookup at the latest, including
  * the first lookup after a restart (records are trusted lazily at open, the
- * bytes are checked then). Cost on the dev VM, idle, page cache warm: XXH3
- * 0.065 ms per MiB in memory (16 GB/s), a verified 1 MiB lookup 0.12-0.13
- * ms, a reader's own 1 MiB pread 0.04-0.05 ms; FUSE itself spends ~0.25-0.3
- * ms per MiB at its 3.4-4 GB/s ceiling. Cheap enough to do always, and the
- * only policy that also catches disk corruption behind an evicted page
- * cache (tests/bench/bench_blockstore reproduces the numbers). A mismatch
- * frees the slot and reports a miss (-ENOENT): the caller refetches.
+ * bytes are checked then). Cost on the 2-core dev VM, page cache warm: XXH3
+ * 0.065 ms per MiB in memory (16 GB/s) and pread + XXH3 of 1 MiB 0.12-0.13
+ * ms when idle, against 0.04-0.05 ms for a reader's own 1 MiB pread; with
+ * the VM loaded, blockstore_lookup() took 0.23-0.33 ms per MiB. FUSE spends
+ * ~0.25-0.3 ms per MiB at its 3.4-4 GB/s ceiling, on other cores. Cheap
+ * enough to do always, and the only policy that also catches disk corruption
+ * behind an evicted page cache (tests/bench/bench_blockstore measures it).
+ * A mismatch frees the slot and reports a miss (-ENOENT): the caller
+ * refetches.
  *
  * Fill protocol: blockstore_reserve() hands out a slot pinned for the caller
  * (evicting with CLOCK if needed, never a pinned slot); the caller fetches the

@@ -3,8 +3,8 @@
  * lith cached main (see daemon.h). Start-up order: cache dir → device
  * report → block store → S3 engine → loop → scheduler, tenancy, views →
  * socket → server. Disk budget: index files get 1/16 of --cache-size (at
- * most 1 GiB), the block store the rest, so everything under the cache dir
- * stays within --cache-size.
+ * most 1 GiB) and the tenancy proofs 1/256, the block store the rest, so
+ * everything under the cache dir stays within --cache-size.
  */
 #include "fetch/cached/daemon.h"
 
@@ -34,6 +34,7 @@ struct daemon {
 	struct views *views;
 	struct server *server;
 	char path[600];
+	char proofs[600];
 };
 
 static uint64_t index_budget(const struct cached_config *c)
@@ -66,7 +67,8 @@ static void report_device(const struct cached_config *c)
 static int open_store(struct daemon *d)
 {
 	struct blockstore_config bc = { .dir = d->path,
-					.cache_bytes = d->cfg->cache_size - index_budget(d->cfg),
+					.cache_bytes = d->cfg->cache_size - index_budget(d->cfg) -
+						       d->cfg->cache_size / 256,
 					.block_size = d->cfg->block_size };
 	struct blockstore_stats st;
 	int r;
@@ -83,6 +85,33 @@ static int open_store(struct daemon *d)
 		 (unsigned long long)st.records_loaded, st.reset_reason ? " reset=" : "",
 		 st.reset_reason ? st.reset_reason : "");
 	return 0;
+}
+
+/* The proofs file takes cache_size / 256 bytes (8 bytes a slot). */
+static uint32_t proof_slots_log2(uint64_t cache_size)
+{
+	uint32_t l = 12;
+
+	while (l < 22 && (8ull << (l + 1)) <= cache_size / 256)
+		l++;
+	return l;
+}
+
+static void on_proof(void *ctx, uint64_t identity, const struct fill_object *o)
+{
+	struct daemon *d = ctx;
+
+	tenancy_add(d->tenancy, identity, o->endpoint, o->bucket_name, o->key, o->etag);
+}
+
+static void save_proofs(struct evloop *loop, uint64_t id, void *data)
+{
+	struct daemon *d = data;
+
+	(void)loop;
+	(void)id;
+	if (tenancy_dirty(d->tenancy))
+		tenancy_save(d->tenancy, d->proofs);
 }
 
 static int start_core(struct daemon *d)
@@ -105,9 +134,13 @@ static int start_core(struct daemon *d)
 	if (r == 0)
 		r = fill_sched_new(&fc, d->store, d->engine, d->loop, &d->fills);
 	if (r == 0)
-		r = tenancy_new(20, &d->tenancy);
+		r = tenancy_new(proof_slots_log2(c->cache_size), &d->tenancy);
 	if (r < 0)
 		return r;
+	snprintf(d->proofs, sizeof(d->proofs), "%s/proofs", c->cache_dir);
+	tenancy_load(d->tenancy, d->proofs);
+	fill_sched_on_proof(d->fills, on_proof, d);
+	evloop_timer_add(d->loop, 5000000000ull, 5000000000ull, save_proofs, d, NULL);
 	snprintf(idx, sizeof(idx), "%s/index", c->cache_dir);
 	vc.loop = d->loop;
 	vc.engine = d->engine;
@@ -147,6 +180,8 @@ static void on_signal(struct evloop *loop, int signo, pid_t sender, void *data)
 static void teardown(struct daemon *d)
 {
 	server_free(d->server);
+	if (d->tenancy && tenancy_dirty(d->tenancy))
+		tenancy_save(d->tenancy, d->proofs);
 	s3_engine_free(d->engine); /* cancels in flight; their posts are dropped */
 	fill_sched_free(d->fills);
 	views_free(d->views);

@@ -4,6 +4,9 @@
 #include "fetch/cached/tenancy.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +15,10 @@ struct tenancy {
 	uint64_t *slots; /* 0 = empty */
 	uint64_t mask;
 	uint64_t used;
+	bool dirty;
 };
+
+#define TENANCY_MAGIC 0x31594e414e45544cull /* "LTENANY1" */
 
 static uint64_t hash_fields(const char *const *f, size_t n)
 {
@@ -108,7 +114,70 @@ void tenancy_add(struct tenancy *t, uint64_t identity, const char *endpoint,
 	if (*slot == 0) {
 		*slot = h;
 		t->used++;
+		t->dirty = true;
 	}
 }
 
 uint64_t tenancy_count(const struct tenancy *t) { return t->used; }
+
+bool tenancy_dirty(const struct tenancy *t) { return t->dirty; }
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	for (const char *c = p; n;) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int tenancy_save(const struct tenancy *t, const char *path)
+{
+	uint64_t hdr[2] = { TENANCY_MAGIC, t->mask + 1 };
+	char tmp[4096];
+	int fd, r;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, hdr, sizeof(hdr));
+	if (r == 0)
+		r = write_all(fd, t->slots, (t->mask + 1) * sizeof(uint64_t));
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	else
+		((struct tenancy *)t)->dirty = false;
+	return r;
+}
+
+int tenancy_load(struct tenancy *t, const char *path)
+{
+	uint64_t hdr[2];
+	size_t bytes = (t->mask + 1) * sizeof(uint64_t);
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (read(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) || hdr[0] != TENANCY_MAGIC ||
+	    hdr[1] != t->mask + 1 || read(fd, t->slots, bytes) != (ssize_t)bytes)
+		r = -EBADMSG;
+	close(fd);
+	t->used = 0;
+	for (uint64_t i = 0; r == 0 && i <= t->mask; i++)
+		t->used += t->slots[i] != 0;
+	if (r < 0)
+		memset(t->slots, 0, bytes);
+	return r;
+}

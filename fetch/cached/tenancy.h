@@ -25,6 +25,13 @@ void tenancy_add(struct tenancy *t, uint64_t identity, const char *endpoint,
 		 const char *bucket, const char *key, const char *etag);
 uint64_t tenancy_count(const struct tenancy *t);
 
+/* Persistence, so warm reads after a daemon restart need no new proofs.
+ * The file holds only hashes (no credentials); it is written atomically
+ * with mode 0600. load ignores a missing, foreign or corrupt file. */
+int tenancy_save(const struct tenancy *t, const char *path);
+int tenancy_load(struct tenancy *t, const char *path);
+bool tenancy_dirty(const struct tenancy *t);
+
 /* Identity of a set of credentials at an endpoint (anonymous: key NULL). */
 uint64_t tenancy_identity(const char *endpoint, const char *access_key,
 			  const char *secret_key, const char *session_token);
