@@ -30,8 +30,3 @@ echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# The Ceph packages start nothing by themselves on a machine without systemd
-# running, but make sure no distro unit left a daemon behind.
-pkill -x ceph-mon 2>/dev/null || true
-pkill -x ceph-osd 2>/dev/null || true
-pkill -x radosgw 2>/dev/null || true
