@@ -76,7 +76,8 @@ struct build_job {
 };
 
 struct views {
-	struct views_config cfg;
+	struct views_config cfg;  /* cfg.index_dir points at index_dir */
+	char index_dir[PATH_MAX];
 	struct target *targets;
 	struct dataset *datasets;
 	struct view *views;
@@ -568,9 +569,15 @@ int views_new(const struct views_config *cfg, struct views **ret)
 	if (!vs)
 		return -ENOMEM;
 	vs->cfg = *cfg;
+	if (snprintf(vs->index_dir, sizeof(vs->index_dir), "%s", cfg->index_dir) >=
+	    (int)sizeof(vs->index_dir)) {
+		free(vs);
+		return -ENAMETOOLONG;
+	}
+	vs->cfg.index_dir = vs->index_dir;
 	if (!vs->cfg.max_views)
 		vs->cfg.max_views = 4096;
-	if (mkdir(cfg->index_dir, 0700) < 0 && errno != EEXIST) {
+	if (mkdir(vs->index_dir, 0700) < 0 && errno != EEXIST) {
 		free(vs);
 		return -errno;
 	}
