@@ -4,8 +4,10 @@
 Starts the RGW bed (or reuses LITH_RGW_DIR), uploads one object (default
 1 GiB), then in the same run and alternating, reads it whole with
   * lith s3 bench --concurrency 16 --part-size 8M   (parallel ranged GETs)
-  * aws s3 cp s3://... -  > /dev/null                 (awscli 2, its defaults,
-                                                      and with 16 concurrent requests)
+  * aws s3 cp s3://... /dev/shm/FILE                 (awscli 2, its defaults,
+                                                      and with 16 concurrent requests;
+                                                      a file in RAM, so its parallel
+                                                      writes are not serialised)
 directly against RGW and through the latency proxy's in-region profile
 (~1 ms RTT, ~20 ms TTFB, 90 MB/s per connection). Prints MB/s (median of
 --runs) and the ratio lith / aws. Not part of the test suite.
@@ -52,12 +54,16 @@ def aws_once(bed, endpoint, size, conc, cfgdir):
         if conc:
             f.write(f"s3 =\n  max_concurrent_requests = {conc}\n")
     env = lithcli.bed_env(bed, extra={"AWS_CONFIG_FILE": cfg})
+    dest = os.path.join("/dev/shm", f"lith-bench-{os.getpid()}.bin")   # RAM: no disk
     t0 = time.monotonic()
-    with open(os.devnull, "wb") as sink:
-        subprocess.run(["/usr/bin/aws", "s3", "cp", f"s3://{BUCKET}/{KEY}", "-",
-                        "--endpoint-url", endpoint, "--no-progress"],
-                       env=env, stdout=sink, check=True, timeout=900)
-    return size / 1e6 / (time.monotonic() - t0)
+    try:
+        subprocess.run(["/usr/bin/aws", "s3", "cp", f"s3://{BUCKET}/{KEY}", dest,
+                        "--endpoint-url", endpoint, "--no-progress", "--only-show-errors"],
+                       env=env, check=True, timeout=900)
+        return size / 1e6 / (time.monotonic() - t0)
+    finally:
+        if os.path.exists(dest):
+            os.unlink(dest)
 
 
 def measure(bed, endpoint, size, runs, cfgdir):
