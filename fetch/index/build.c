@@ -342,6 +342,25 @@ static int check_config(const struct index_build_config *cfg, char *err, size_t 
 	return 0;
 }
 
+static int setup(struct builder *b, struct index_build_config *c, char *prefix, size_t cap)
+{
+	int r = check_config(c, b->errbuf, b->errlen);
+
+	if (r < 0)
+		return r;
+	if (index_prefix_normalize(c->prefix, prefix, cap) < 0) {
+		snprintf(b->errbuf, b->errlen, "prefix longer than %d bytes", INDEX_KEY_MAX);
+		return -ENAMETOOLONG;
+	}
+	c->max_keys = c->max_keys ? c->max_keys : INDEX_DEFAULT_MAX_KEYS;
+	b->limit = c->serial ? 1 : (c->concurrency ? c->concurrency : INDEX_DEFAULT_CONCURRENCY);
+	r = index_tree_new(&(struct index_tree_config){ .prefix = prefix,
+							 .max_entries = c->max_keys }, &b->tree);
+	if (r < 0)
+		snprintf(b->errbuf, b->errlen, "cannot start the index: %s", strerror(-r));
+	return r;
+}
+
 int index_build(const struct index_build_config *cfg, const char *path,
 		struct index_build_stats *ret, char *err, size_t errlen)
 {
@@ -349,22 +368,10 @@ int index_build(const struct index_build_config *cfg, const char *path,
 	char prefix[INDEX_KEY_MAX + 1];
 	struct builder b = { .cfg = &c, .errbuf = err, .errlen = errlen };
 	uint64_t t0 = clock_mono_ns();
-	int r = check_config(cfg, err, errlen);
+	int r = setup(&b, &c, prefix, sizeof(prefix));
 
 	if (r < 0)
 		return r;
-	if (index_prefix_normalize(cfg->prefix, prefix, sizeof(prefix)) < 0) {
-		snprintf(err, errlen, "prefix longer than %d bytes", INDEX_KEY_MAX);
-		return -ENAMETOOLONG;
-	}
-	c.max_keys = c.max_keys ? c.max_keys : INDEX_DEFAULT_MAX_KEYS;
-	b.limit = c.serial ? 1 : (c.concurrency ? c.concurrency : INDEX_DEFAULT_CONCURRENCY);
-	r = index_tree_new(&(struct index_tree_config){ .prefix = prefix,
-							 .max_entries = c.max_keys }, &b.tree);
-	if (r < 0) {
-		snprintf(err, errlen, "cannot start the index: %s", strerror(-r));
-		return r;
-	}
 	pthread_mutex_init(&b.lock, NULL);
 	pthread_cond_init(&b.cond, NULL);
 	r = walk(&b, prefix, path);

@@ -15,7 +15,9 @@
  * the same listing agrees on them.
  *
  * Ownership: index_open/index_open_fd map the file privately (the fd is
- * not kept); index_open_mem borrows the caller's buffer, which must stay
+ * not kept; the caller still owns and closes it). Index files are never
+ * modified in place, only replaced by rename, so a mapping stays valid: do
+ * not truncate or rewrite a file that is open; index_open_mem borrows the caller's buffer, which must stay
  * valid and unchanged until index_close. Strings returned by accessors
  * point into the index and live until index_close; they are not
  * NUL-terminated unless stated.

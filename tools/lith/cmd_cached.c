@@ -12,9 +12,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "fetch/base/parse.h"
@@ -229,6 +231,19 @@ static int do_stats(int argc, char **argv)
 	return r < 0 ? 1 : 0;
 }
 
+/* A private daemon of `lith mount` (mounter/privd.h) names its parent in
+ * LITH_CACHED_PARENT: it stops when that process is gone. */
+static void follow_parent(void)
+{
+	const char *p = getenv("LITH_CACHED_PARENT");
+
+	if (!p)
+		return;
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != (pid_t)atol(p))
+		raise(SIGTERM);
+}
+
 int cmd_cached(int argc, char **argv)
 {
 	struct cached_config cfg;
@@ -246,5 +261,6 @@ int cmd_cached(int argc, char **argv)
 		fprintf(stderr, "lith cached: %s\n%s", err, cached_usage);
 		return 2;
 	}
+	follow_parent();
 	return cached_run(&cfg);
 }
