@@ -8,6 +8,7 @@
  */
 #include "fetch/cached/views.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -329,6 +330,71 @@ static void reg_finish(struct reg *g)
 	reg_free(g);
 }
 
+/* Keys that cannot be files were skipped: say how many, why, and a few. */
+static void log_skipped(const struct dataset *ds)
+{
+	struct index_stats st;
+	enum index_skip why;
+	const char *key;
+	size_t len;
+
+	index_get_stats(ds->idx, &st);
+	for (int r = 1; r < INDEX_SKIP__COUNT; r++)
+		if (st.skipped[r])
+			log_warn("keys skipped", "bucket=%s prefix=%s reason=%s count=%llu",
+				 ds->bucket, ds->prefix, index_skip_name((enum index_skip)r),
+				 (unsigned long long)st.skipped[r]);
+	for (size_t i = 0; i < st.samples && i < 8; i++)
+		if (index_sample(ds->idx, i, &why, &key, &len) == 0)
+			log_warn("skipped key sample", "bucket=%s reason=%s key=\"%.*s\"",
+				 ds->bucket, index_skip_name(why), (int)MIN(len, 200), key);
+}
+
+/* Index files take at most index_budget bytes: drop files no live dataset
+ * uses (oldest first), and stale temporaries; -ENOSPC if still too big. */
+static int index_dir_trim(struct views *vs)
+{
+	struct { char name[64]; time_t mtime; uint64_t bytes; } c[256];
+	size_t n = 0;
+	uint64_t total = 0;
+	DIR *d = opendir(vs->index_dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char path[PATH_MAX];
+		struct stat sb;
+		bool live = false;
+
+		if (e->d_name[0] == '.')
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", vs->index_dir, e->d_name) >=
+			    (int)sizeof(path) || stat(path, &sb) < 0)
+			continue;
+		for (struct dataset *ds = vs->datasets; ds; ds = ds->next)
+			live |= ds->state != DS_EMPTY && !strcmp(ds->path, path);
+		total += (uint64_t)sb.st_blocks * 512;
+		if (!live && n < 256 && strlen(e->d_name) < sizeof(c[0].name)) {
+			snprintf(c[n].name, sizeof(c[n].name), "%s", e->d_name);
+			c[n].mtime = sb.st_mtime;
+			c[n++].bytes = (uint64_t)sb.st_blocks * 512;
+		}
+	}
+	if (d)
+		closedir(d);
+	while (total > vs->cfg.index_budget && n) {
+		size_t old = 0;
+		char path[PATH_MAX];
+		for (size_t i = 1; i < n; i++)
+			if (c[i].mtime < c[old].mtime)
+				old = i;
+		if (snprintf(path, sizeof(path), "%s/%s", vs->index_dir, c[old].name) <
+			    (int)sizeof(path) && unlink(path) == 0)
+			total -= c[old].bytes;
+		c[old] = c[--n];
+	}
+	return total > vs->cfg.index_budget ? -ENOSPC : 0;
+}
+
 static void build_done(struct evloop *loop, void *arg)
 {
 	struct build_job *job = arg;
@@ -340,6 +406,16 @@ static void build_done(struct evloop *loop, void *arg)
 	ds->state = DS_EMPTY;
 	if (err == 0)
 		err = dataset_load(job->vs, ds);
+	if (err == 0 && index_dir_trim(job->vs) < 0) {
+		dataset_drop_index(ds);
+		unlink(ds->path);
+		err = -ENOSPC;
+		snprintf(job->msg, sizeof(job->msg),
+			 "index of %s/%s does not fit the cache's index budget (%llu bytes)",
+			 ds->bucket, ds->prefix, (unsigned long long)job->vs->cfg.index_budget);
+	}
+	if (err == 0)
+		log_skipped(ds);
 	if (err == 0)
 		log_info("index built", "bucket=%s prefix=%s seconds=%.3f requests=%llu bytes=%llu",
 			 ds->bucket, ds->prefix, job->stats.seconds,
@@ -581,6 +657,7 @@ int views_new(const struct views_config *cfg, struct views **ret)
 		free(vs);
 		return -errno;
 	}
+	index_dir_trim(vs); /* a smaller cache than last time: old indexes go */
 	*ret = vs;
 	return 0;
 }
