@@ -374,7 +374,7 @@ static int index_dir_trim(struct views *vs)
 			live |= ds->state != DS_EMPTY && !strcmp(ds->path, path);
 		total += (uint64_t)sb.st_blocks * 512;
 		if (!live && n < 256 && strlen(e->d_name) < sizeof(c[0].name)) {
-			snprintf(c[n].name, sizeof(c[n].name), "%s", e->d_name);
+			memcpy(c[n].name, e->d_name, strlen(e->d_name) + 1);
 			c[n].mtime = sb.st_mtime;
 			c[n++].bytes = (uint64_t)sb.st_blocks * 512;
 		}
