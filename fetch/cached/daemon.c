@@ -20,6 +20,7 @@
 #include "fetch/base/usock.h"
 #include "fetch/cached/blockstore.h"
 #include "fetch/cached/fill.h"
+#include "fetch/cached/s3stats.h"
 #include "fetch/cached/server.h"
 #include "fetch/cached/tenancy.h"
 #include "fetch/cached/views.h"
@@ -35,6 +36,7 @@ struct daemon {
 	struct server *server;
 	char path[600];
 	char proofs[600];
+	struct s3stats s3stats;
 };
 
 static uint64_t index_budget(const struct cached_config *c)
@@ -117,7 +119,8 @@ static void save_proofs(struct evloop *loop, uint64_t id, void *data)
 static int start_core(struct daemon *d)
 {
 	const struct cached_config *c = d->cfg;
-	struct s3_engine_config ec = { .max_connections = c->max_connections };
+	struct s3_engine_config ec = { .max_connections = c->max_connections,
+				       .report = s3stats_report, .report_ctx = &d->s3stats };
 	struct fill_sched_config fc = {
 		.max_coalesce_blocks = (uint32_t)(c->max_coalesce / c->block_size),
 		.budget_bytes = c->inflight_budget ? c->inflight_budget : cached_default_budget(NULL),
@@ -155,7 +158,7 @@ static int start_server(struct daemon *d)
 {
 	struct server_config sc = {
 		.loop = d->loop, .store = d->store, .fills = d->fills, .views = d->views,
-		.tenancy = d->tenancy, .engine = d->engine,
+		.tenancy = d->tenancy, .engine = d->engine, .s3stats = &d->s3stats,
 		.allowed_uid = d->cfg->allow_uid < 0 ? (uid_t)-1 : (uid_t)d->cfg->allow_uid,
 	};
 	int fd, r = usock_listen(d->cfg->socket, d->cfg->allow_uid < 0 ? 0600 : 0666, &fd);

@@ -16,6 +16,7 @@
 #include "fetch/base/evloop.h"
 #include "fetch/cached/blockstore.h"
 #include "fetch/cached/fill.h"
+#include "fetch/cached/s3stats.h"
 #include "fetch/cached/tenancy.h"
 #include "fetch/cached/views.h"
 
@@ -26,6 +27,7 @@ struct server_config {
 	struct views *views;
 	struct tenancy *tenancy;
 	struct s3_engine *engine;
+	const struct s3stats *s3stats;  /* may be NULL */
 	uid_t allowed_uid;       /* besides root; (uid_t)-1 for none */
 	unsigned max_conns;
 	unsigned max_read_blocks;/* blocks per Read request */

@@ -29,6 +29,30 @@ static void fill_view(struct view *v, Lith__Cache__ViewStats *vs, Lith__Cache__K
 	vs->kinds = kp;
 }
 
+/* Non-zero (op, status) counters; rows/ptrs have room for all of them. */
+static size_t fill_s3(const struct s3stats *st, Lith__Cache__S3Requests *rows,
+		      Lith__Cache__S3Requests **ptrs, uint64_t *ret_get, uint64_t *ret_head,
+		      uint64_t *ret_list)
+{
+	uint64_t *per_op[S3_OP__COUNT] = { ret_get, ret_head, ret_list };
+	size_t n = 0;
+
+	for (int op = 0; st && op < S3_OP__COUNT; op++)
+		for (int i = 0; i < S3STATS_NSTATUS; i++) {
+			uint64_t v = atomic_load_explicit(&st->count[op][i], memory_order_relaxed);
+			if (!v)
+				continue;
+			*per_op[op] += v;
+			lith__cache__s3_requests__init(&rows[n]);
+			rows[n].op = (char *)s3_op_name((enum s3_op)op);
+			rows[n].status = s3stats_status[i];
+			rows[n].count = v;
+			ptrs[n] = &rows[n];
+			n++;
+		}
+	return n;
+}
+
 void stats_reply(struct conn *c, const Lith__Cache__Request *req)
 {
 	Lith__Cache__Reply rep = LITH__CACHE__REPLY__INIT;
@@ -56,8 +80,13 @@ void stats_reply(struct conn *c, const Lith__Cache__Request *req)
 	sr.hits = bs.hits;
 	sr.misses = bs.misses;
 	sr.evictions = bs.evictions;
-	sr.s3_get = fc.gets;
+	Lith__Cache__S3Requests rows[S3_OP__COUNT * S3STATS_NSTATUS];
+	Lith__Cache__S3Requests *rowp[S3_OP__COUNT * S3STATS_NSTATUS];
+	sr.n_s3_requests = fill_s3(c->srv->cfg.s3stats, rows, rowp, &sr.s3_get, &sr.s3_head,
+				   &sr.s3_list);
+	sr.s3_requests = rowp;
 	sr.s3_errors = fc.get_errors;
+	sr.s3_retries = c->srv->cfg.s3stats ? atomic_load(&c->srv->cfg.s3stats->retries) : 0;
 	sr.n_views = i;
 	sr.views = vp;
 	rep.id = req->id;
