@@ -3,6 +3,8 @@
  * truncated to 64 bits, in a linear-probing set cleared when 3/4 full. */
 #include "fetch/cached/tenancy.h"
 
+#include "fetch/base/fdio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -122,20 +124,6 @@ uint64_t tenancy_count(const struct tenancy *t) { return t->used; }
 
 bool tenancy_dirty(const struct tenancy *t) { return t->dirty; }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	for (const char *c = p; n;) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int tenancy_save(const struct tenancy *t, const char *path)
 {
 	uint64_t hdr[2] = { TENANCY_MAGIC, t->mask + 1 };
@@ -147,9 +135,9 @@ int tenancy_save(const struct tenancy *t, const char *path)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	r = write_all(fd, hdr, sizeof(hdr));
+	r = fdio_write_all(fd, hdr, sizeof(hdr));
 	if (r == 0)
-		r = write_all(fd, t->slots, (t->mask + 1) * sizeof(uint64_t));
+		r = fdio_write_all(fd, t->slots, (t->mask + 1) * sizeof(uint64_t));
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	close(fd);

@@ -7,6 +7,7 @@
 #ifndef LITH_TEST_CHECK_H
 #define LITH_TEST_CHECK_H
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +49,20 @@ static int check_pass, check_fail;
 				_b ? _b : "(null)");                                 \
 		}                                                                    \
 	} while (0)
+
+/* Open descriptors of this process (tests compare it before and after, so a
+ * leaked fd fails them). */
+static inline int check_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
 
 static inline int check_done(void)
 {

@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "fetch/base/fdio.h"
 #include "fetch/base/parse.h"
 #include "fetch/cached/config.h"
 #include "fetch/cached/daemon.h"
@@ -136,11 +137,7 @@ static int copy_out(struct cache_client *cl, uint64_t view, uint64_t ino, uint64
 			r = n < 0 ? (int)n : -EIO;
 			break;
 		}
-		for (ssize_t w = 0, k; w < n; w += k)
-			if ((k = write(fd, buf + w, (size_t)(n - w))) < 0) {
-				r = -errno;
-				break;
-			}
+		r = fdio_write_all(fd, buf, (size_t)n);
 		off += (uint64_t)n;
 	}
 	free(buf);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fetch/base/clock.h"
+#include "fetch/base/fdio.h"
 #include "fetch/base/macro.h"
 
 struct transfer;
@@ -41,20 +42,6 @@ static void part_done(struct s3_request *req)
 	s->done = true;
 	pthread_cond_broadcast(&s->t->cond);
 	pthread_mutex_unlock(&s->t->lock);
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
 }
 
 static int issue(struct s3_engine *e, struct s3_bucket *b, const struct transfer_spec *sp,
@@ -97,7 +84,7 @@ static int consume(const struct transfer_spec *sp, struct slot *s, struct transf
 	}
 	st->bytes += res->bytes;
 	if (sp->out_fd >= 0)
-		return write_all(sp->out_fd, s->req.buf, res->bytes);
+		return fdio_write_all(sp->out_fd, s->req.buf, res->bytes);
 	return 0;
 }
 

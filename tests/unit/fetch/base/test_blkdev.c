@@ -21,18 +21,6 @@
 
 
 /* Open descriptors, to catch leaks (the DIR's own fd counts both times). */
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	while (d && readdir(d))
-		n++;
-	if (d)
-		closedir(d);
-	return n;
-}
-
 static char root[64];
 
 static void mkdirs(const char *path)
@@ -398,7 +386,7 @@ static void test_real_tmp(void)
 
 int main(void)
 {
-	int fds0 = count_fds();
+	int fds0 = check_count_fds();
 
 	snprintf(root, sizeof(root), "/tmp/lith-sysfs-XXXXXX");
 	if (!mkdtemp(root))
@@ -418,6 +406,6 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 	if (system(cmd) != 0)
 		fprintf(stderr, "cleanup of %s failed\n", root);
-	CHECK_INT(count_fds(), fds0); /* nothing leaked */
+	CHECK_INT(check_count_fds(), fds0); /* nothing leaked */
 	return check_done();
 }

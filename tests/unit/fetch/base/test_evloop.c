@@ -23,18 +23,6 @@
 
 
 /* Open descriptors, to catch leaks (the DIR's own fd counts both times). */
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	while (d && readdir(d))
-		n++;
-	if (d)
-		closedir(d);
-	return n;
-}
-
 static void pair(int sv[2])
 {
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
@@ -384,7 +372,7 @@ static void test_signals(void)
 
 int main(void)
 {
-	int fds0 = count_fds();
+	int fds0 = check_count_fds();
 
 	test_timer_order();
 	test_periodic_cancel_self();
@@ -396,6 +384,6 @@ int main(void)
 	test_post_bound();
 	test_stop_from_thread();
 	test_signals(); /* last: leaves SIGTERM/SIGINT/SIGHUP blocked */
-	CHECK_INT(count_fds(), fds0); /* nothing leaked */
+	CHECK_INT(check_count_fds(), fds0); /* nothing leaked */
 	return check_done();
 }

@@ -23,18 +23,6 @@
 
 
 /* Open descriptors, to catch leaks (the DIR's own fd counts both times). */
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	while (d && readdir(d))
-		n++;
-	if (d)
-		closedir(d);
-	return n;
-}
-
 static void pair(int sv[2], bool nonblock)
 {
 	int t = SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0);
@@ -430,7 +418,7 @@ static void test_listen_refuses(const char *dir)
 int main(void)
 {
 	char dir[] = "/tmp/lith-usock-XXXXXX";
-	int fds0 = count_fds();
+	int fds0 = check_count_fds();
 
 	signal(SIGPIPE, SIG_DFL); /* a SIGPIPE would kill the test */
 	if (!mkdtemp(dir))
@@ -448,6 +436,6 @@ int main(void)
 	test_listen_connect(dir);
 	test_listen_refuses(dir);
 	rmdir(dir);
-	CHECK_INT(count_fds(), fds0); /* nothing leaked */
+	CHECK_INT(check_count_fds(), fds0); /* nothing leaked */
 	return check_done();
 }
