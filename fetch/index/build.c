@@ -10,8 +10,13 @@
  * returns while inflight > 0 (the engine still holds their requests).
  * Memory: pending work is one small item per unlisted prefix (bounded by
  * max_keys), and at most `concurrency` pages exist at once.
+ * A work item is delimited (its page yields objects and common prefixes one
+ * level down) or flat (no delimiter: objects any depth below its prefix,
+ * never a common prefix); the hybrid rule choosing between them for new
+ * prefixes is in want_flat() (why: build.h).
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +36,7 @@ struct work {
 	struct work *next;
 	char *token;          /* continuation token, NULL for the first page */
 	unsigned empty_pages; /* consecutive truncated pages with nothing in them */
+	bool flat;            /* listed without delimiter */
 	char prefix[];
 };
 
@@ -45,12 +51,14 @@ struct builder {
 	const struct index_build_config *cfg;
 	struct index_tree *tree;
 	unsigned limit;
+	unsigned flat_at;     /* hybrid threshold; UINT_MAX: never flat */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct task *done;    /* under lock */
 	struct work *pending; /* stack; calling thread only */
+	uint64_t npending;
 	unsigned inflight;
-	uint64_t requests, retries, prefixes;
+	uint64_t requests, retries, prefixes, flat;
 	unsigned max_inflight;
 	int err;
 	char *errbuf;
@@ -81,7 +89,24 @@ static void work_free(struct work *w)
 	}
 }
 
-static int push_work(struct builder *b, const char *prefix)
+static void push_pending(struct builder *b, struct work *w)
+{
+	w->next = b->pending;
+	b->pending = w;
+	b->npending++;
+}
+
+static struct work *pop_pending(struct builder *b)
+{
+	struct work *w = b->pending;
+
+	b->pending = w->next;
+	w->next = NULL;
+	b->npending--;
+	return w;
+}
+
+static int push_work(struct builder *b, const char *prefix, bool flat)
 {
 	size_t len = strlen(prefix);
 	struct work *w = calloc(1, sizeof(*w) + len + 1);
@@ -89,8 +114,8 @@ static int push_work(struct builder *b, const char *prefix)
 	if (!w)
 		return fail(b, -ENOMEM, "out of memory");
 	memcpy(w->prefix, prefix, len + 1);
-	w->next = b->pending;
-	b->pending = w;
+	w->flat = flat;
+	push_pending(b, w);
 	return 0;
 }
 
@@ -121,7 +146,7 @@ static int submit(struct builder *b, struct work *w)
 	t->w = w;
 	t->req = (struct s3_request){
 		.op = S3_OP_LIST, .bucket = b->cfg->bucket, .done = on_done, .ctx = t,
-		.list = { .prefix = w->prefix, .delimiter = b->cfg->serial ? NULL : "/",
+		.list = { .prefix = w->prefix, .delimiter = w->flat ? NULL : "/",
 			  .continuation_token = w->token, .max_keys = b->cfg->page_keys },
 	};
 	r = s3_submit(b->cfg->engine, &t->req);
@@ -144,8 +169,7 @@ static bool submit_pending(struct builder *b)
 			fail(b, r, "cannot submit LIST of '%s': %s", w->prefix, strerror(-r));
 			return true;
 		}
-		b->pending = w->next;
-		w->next = NULL;
+		pop_pending(b);
 		b->inflight++;
 		b->max_inflight = MAX(b->max_inflight, b->inflight);
 	}
@@ -192,7 +216,7 @@ static int take_objects(struct builder *b, const struct work *w, const struct s3
 }
 
 /* A common prefix must be the listed prefix plus one segment and '/'. */
-static int take_prefix(struct builder *b, const struct work *w, const char *cp)
+static int take_prefix(struct builder *b, const struct work *w, const char *cp, bool flat)
 {
 	size_t plen = strlen(w->prefix), len = strlen(cp);
 
@@ -203,7 +227,31 @@ static int take_prefix(struct builder *b, const struct work *w, const char *cp)
 	if (++b->prefixes > b->cfg->max_keys)
 		return fail(b, -E2BIG, "the listing has more than %llu prefixes (max keys)",
 			    (unsigned long long)b->cfg->max_keys);
-	return push_work(b, cp);
+	b->flat += flat;
+	return push_work(b, cp, flat);
+}
+
+/* The hybrid rule (build.h): list a delimited page's new prefixes flat once
+ * the outstanding work, them included, reaches flat_at. */
+static bool want_flat(const struct builder *b, const struct s3_list_page *pg)
+{
+	uint64_t outstanding = b->npending + b->inflight + pg->nprefixes + !!pg->truncated;
+
+	return b->flat_at != UINT_MAX && outstanding >= b->flat_at;
+}
+
+static int take_prefixes(struct builder *b, const struct work *w, const struct s3_list_page *pg)
+{
+	bool flat;
+	int r = 0;
+
+	if (w->flat && pg->nprefixes)
+		return fail(b, -EPROTO, "the server returned common prefix '%s' listing '%s' "
+			    "without delimiter", pg->prefixes[0], w->prefix);
+	flat = want_flat(b, pg);
+	for (size_t i = 0; r == 0 && i < pg->nprefixes; i++)
+		r = take_prefix(b, w, pg->prefixes[i], flat);
+	return r;
 }
 
 /* Returns 1 when w has more pages, 0 when it is done, < 0 on error. */
@@ -232,8 +280,8 @@ static int take_page(struct builder *b, struct work *w, const struct s3_list_pag
 {
 	int r = take_objects(b, w, pg);
 
-	for (size_t i = 0; r == 0 && !b->cfg->serial && i < pg->nprefixes; i++)
-		r = take_prefix(b, w, pg->prefixes[i]);
+	if (r == 0)
+		r = take_prefixes(b, w, pg);
 	return r < 0 ? r : next_page(b, w, pg);
 }
 
@@ -253,12 +301,10 @@ static void handle(struct builder *b, struct task *t)
 		r = take_page(b, w, &t->req.page);
 	s3_list_page_free(&t->req.page);
 	free(t);
-	if (r == 1) {
-		w->next = b->pending;
-		b->pending = w;
-	} else {
+	if (r == 1)
+		push_pending(b, w);
+	else
 		work_free(w);
-	}
 }
 
 /* ---- the walk ---------------------------------------------------------- */
@@ -279,11 +325,18 @@ static void run(struct builder *b)
 			handle(b, t);
 		}
 	}
-	while (b->pending) {
-		struct work *w = b->pending;
-		b->pending = w->next;
-		work_free(w);
+	while (b->pending)
+		work_free(pop_pending(b));
+}
+
+const char *index_strategy_name(enum index_strategy s)
+{
+	switch (s) {
+	case INDEX_STRATEGY_HYBRID: return "hybrid";
+	case INDEX_STRATEGY_FANOUT: return "fanout-all";
+	case INDEX_STRATEGY_SERIAL: return "serial";
 	}
+	return "?";
 }
 
 int index_prefix_normalize(const char *in, char *out, size_t cap)
@@ -305,7 +358,8 @@ static int write_index(struct builder *b, int64_t started, uint64_t t0, const ch
 	struct index_meta meta = {
 		.endpoint = b->cfg->endpoint, .bucket = s3_bucket_name(b->cfg->bucket),
 		.build_time = started, .build_usec = (clock_mono_ns() - t0) / 1000,
-		.list_requests = b->requests, .concurrency = b->limit, .serial = b->cfg->serial,
+		.list_requests = b->requests, .concurrency = b->limit,
+		.serial = b->cfg->strategy == INDEX_STRATEGY_SERIAL,
 	};
 	int r = index_tree_write(b->tree, &meta, path);
 
@@ -318,7 +372,7 @@ static int walk(struct builder *b, const char *prefix, const char *path)
 {
 	int64_t started = (int64_t)time(NULL);
 	uint64_t t0 = clock_mono_ns();
-	int r = push_work(b, prefix);
+	int r = push_work(b, prefix, b->cfg->strategy == INDEX_STRATEGY_SERIAL);
 
 	if (r < 0)
 		return r;
@@ -332,6 +386,10 @@ static int check_config(const struct index_build_config *cfg, char *err, size_t 
 {
 	if (!cfg->engine || !cfg->bucket) {
 		snprintf(err, errlen, "no S3 engine or bucket");
+		return -EINVAL;
+	}
+	if ((unsigned)cfg->strategy > INDEX_STRATEGY_SERIAL) {
+		snprintf(err, errlen, "unknown index build strategy %d", (int)cfg->strategy);
 		return -EINVAL;
 	}
 	if (cfg->concurrency > INDEX_MAX_CONCURRENCY || cfg->max_keys > INDEX_MAX_ENTRIES_LIMIT) {
@@ -353,7 +411,10 @@ static int setup(struct builder *b, struct index_build_config *c, char *prefix, 
 		return -ENAMETOOLONG;
 	}
 	c->max_keys = c->max_keys ? c->max_keys : INDEX_DEFAULT_MAX_KEYS;
-	b->limit = c->serial ? 1 : (c->concurrency ? c->concurrency : INDEX_DEFAULT_CONCURRENCY);
+	b->limit = c->strategy == INDEX_STRATEGY_SERIAL ? 1
+		   : c->concurrency ? c->concurrency : INDEX_DEFAULT_CONCURRENCY;
+	b->flat_at = c->strategy != INDEX_STRATEGY_HYBRID ? UINT_MAX
+		     : c->flat_at ? c->flat_at : MAX(1u, b->limit / 2);
 	r = index_tree_new(&(struct index_tree_config){ .prefix = prefix,
 							 .max_entries = c->max_keys }, &b->tree);
 	if (r < 0)
@@ -378,7 +439,8 @@ int index_build(const struct index_build_config *cfg, const char *path,
 	if (r == 0) {
 		*ret = (struct index_build_stats){
 			.seconds = (double)(clock_mono_ns() - t0) / 1e9, .requests = b.requests,
-			.retries = b.retries, .prefixes = b.prefixes, .max_inflight = b.max_inflight,
+			.retries = b.retries, .prefixes = b.prefixes, .flat = b.flat,
+			.max_inflight = b.max_inflight,
 		};
 		index_tree_get_counts(b.tree, &ret->counts);
 	}

@@ -1,14 +1,17 @@
 #!/usr/bin/python3
-"""index_fanout — fan-out vs serial `lith index build` at in-region latency.
+"""index_fanout — hybrid vs fan-out vs serial `lith index build`, in-region latency.
 
 Owns one measurement, side by side in one run: a tree of --keys keys in
 --top x --sub directories is uploaded to the RGW bed (once; a bucket named
 with --bucket is reused when it already holds the tree), then built through
 s3proxy with ~20 ms to first byte (profile in-region: rtt 1 ms, ttfb 20 ms,
-90 MB/s per connection; --ttfb-ms takes a list to sweep) with `--serial`
-and with fan-out at each --concurrency, --repeat times each, interleaved.
-Prints per mode the median seconds (lith's own build time), LIST requests,
-the serial/fan-out ratio, and the CPU seconds the build cost radosgw +
+90 MB/s per connection; --ttfb-ms takes a list to sweep) with `--serial`,
+and at each --concurrency with the default hybrid walk (fan out, then list
+each prefix's subtree flat) and with `--fanout-all` (every prefix listed
+with the delimiter), --repeat times each, interleaved. Prints per mode the
+median seconds (lith's own build time), LIST requests (min-max when they
+vary: the hybrid cut depends on what is in flight), prefixes listed flat,
+the serial/this ratio, and the CPU seconds the build cost radosgw +
 ceph-osd ("server") and the proxy: on a small machine the server's CPU,
 not latency, can be what bounds a parallel listing.
 
@@ -100,7 +103,7 @@ def build(bed, px, bucket, out, extra):
                        px.endpoint, *extra], env=lithcli.bed_env(bed), check=True)
     f = dict(re.findall(r"(\w+)=(\S+)", res.text))
     return (float(f["seconds"]), int(f["requests"]), int(f["files"]), int(f["dirs"]),
-            cpu_seconds(server) - s0, cpu_seconds(proxy) - p0)
+            cpu_seconds(server) - s0, cpu_seconds(proxy) - p0, int(f.get("flat", 0)))
 
 
 def main():
@@ -112,7 +115,9 @@ def main():
     ap.add_argument("--sub", type=int, default=10)
     ap.add_argument("--concurrency", default="32",
                     help="comma-separated fan-out concurrencies (default 32)")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--modes", default="serial,hybrid,fanout-all",
+                    help="comma-separated subset of serial,hybrid,fanout-all")
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--ttfb-ms", default="20",
                     help="comma-separated time-to-first-byte values to sweep (default 20)")
     args = ap.parse_args()
@@ -132,8 +137,12 @@ def run(bed, args):
     keys = tree_keys(args.keys, args.top, args.sub)
     upload(bed, args.bucket, keys)
     concs = [int(c) for c in args.concurrency.split(",")]
-    modes = [("serial", ["--serial"])] + [(f"fanout c={c}", ["--concurrency", str(c)])
-                                          for c in concs]
+    wanted = set(args.modes.split(",")) | {"serial"}      # the ratio's reference
+    modes = [("serial", ["--serial"])]
+    modes += [(f"hybrid c={c}", ["--concurrency", str(c)])
+              for c in concs if "hybrid" in wanted]
+    modes += [(f"fanout-all c={c}", ["--fanout-all", "--concurrency", str(c)])
+              for c in concs if "fanout-all" in wanted]
     work = tempfile.mkdtemp(prefix="lith-bench-idx-")
     try:
         sweep(bed, args, modes, work)
@@ -161,16 +170,23 @@ def report(cfg, modes, results):
     first = results["serial"][0]
     print(f"\nproxy: rtt_ms={cfg['rtt_ms']} ttfb_ms={cfg['ttfb_ms']} "
           f"conn_rate={cfg['conn_rate']}; index: files={first[2]} dirs={first[3]} (with root)")
-    print(f"{'mode':<14} {'median_s':>9} {'min_s':>7} {'max_s':>7} {'LISTs':>6} "
-          f"{'serial/this':>11} {'server_cpu_s':>12} {'proxy_cpu_s':>11}")
+    print(f"{'mode':<16} {'median_s':>9} {'min_s':>7} {'max_s':>7} {'LISTs':>9} "
+          f"{'flat':>7} {'serial/this':>11} {'server_cpu_s':>12} {'proxy_cpu_s':>11}")
     serial = statistics.median(r[0] for r in results["serial"])
     for name, _ in modes:
         rs = results[name]
         times = [r[0] for r in rs]
         med = statistics.median(times)
-        print(f"{name:<14} {med:9.3f} {min(times):7.3f} {max(times):7.3f} {rs[0][1]:6d} "
+        print(f"{name:<16} {med:9.3f} {min(times):7.3f} {max(times):7.3f} "
+              f"{spread(r[1] for r in rs):>9} {spread(r[6] for r in rs):>7} "
               f"{serial / med:10.1f}x {statistics.median(r[4] for r in rs):12.2f} "
               f"{statistics.median(r[5] for r in rs):11.2f}")
+
+
+def spread(values):
+    values = list(values)
+    lo, hi = min(values), max(values)
+    return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@ This file owns: a ~3,000-key tree in ~40 directories with hostile names
 (`.`/`..` components, `a//b`, a leading `/`, a 300-byte component, `x` next
 to `x/y`, zero-byte and non-empty `d/` markers, unicode, spaces, `+ % ? # &
 =`), an independent Python model of the index's normalisation rules, and the
-checks: the fan-out build and the `--serial` build list the same tree as the
-model, count the same skipped keys per reason, and make exactly the LIST
-requests the listing predicts according to the server's own ledger.
+checks: the default (hybrid) build, the `--fanout-all` build and the
+`--serial` build list the same tree as the model, count the same skipped keys
+per reason, and make exactly the LIST requests the listing predicts according
+to the server's own ledger.
 """
 
 import concurrent.futures
@@ -95,9 +96,8 @@ def escape(s):
     return s.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
 
 
-def expected_fanout_lists(keys, page=1000):
-    """LIST requests of a fan-out walk: every prefix is listed, its pages
-    (objects + common prefixes, `page` per page) follow one another."""
+def listing_children(keys):
+    """{prefix: set of items a delimited listing of it shows}."""
     children = {"": set()}
     for key in keys:
         start = 0
@@ -110,7 +110,45 @@ def expected_fanout_lists(keys, page=1000):
             children.setdefault(parent, set()).add(key[:cut + 1])
             children.setdefault(key[:cut + 1], set())
             start = cut + 1
+    return children
+
+
+def expected_fanout_lists(keys, page=1000):
+    """LIST requests of a pure fan-out walk (--fanout-all): every prefix is
+    listed, its pages (objects + common prefixes, `page` per page) follow
+    one another."""
+    children = listing_children(keys)
     return sum(max(1, math.ceil(len(c) / page)) for c in children.values())
+
+
+def expected_hybrid_lists(keys, flat_at, page=1000, prefix=""):
+    """(LIST requests, prefixes listed flat) of the default walk: a delimited
+    page whose new common prefixes (plus one when it is truncated) reach
+    flat_at sends them to flat listings (all keys below, `page` per page).
+    The builder also counts work pending or in flight elsewhere: this is
+    exact when that changes no decision (here: the root's one page, or a
+    prefix listed alone)."""
+    children = listing_children(keys)
+
+    def walk(p):
+        items = sorted(children[p])     # code point order = UTF-8 byte order
+        requests, flat = 0, 0
+        for start in range(0, max(1, len(items)), page):
+            chunk = items[start:start + page]
+            cps = [i for i in chunk if i.endswith("/") and i != p]   # p: a marker
+            more = start + page < len(items)
+            requests += 1
+            if len(cps) + more >= flat_at:
+                flat += len(cps)
+                requests += sum(max(1, math.ceil(sum(k.startswith(c) for k in keys) / page))
+                                for c in cps)
+            else:
+                for c in cps:
+                    r, f = walk(c)
+                    requests, flat = requests + r, flat + f
+        return requests, flat
+
+    return walk(prefix)
 
 
 # ---- fixtures -----------------------------------------------------------------
@@ -167,32 +205,43 @@ def summary(text):
 
 # ---- tests --------------------------------------------------------------------
 
-def test_fanout_and_serial_build_the_modelled_tree(rgw, tree, tmp_path):
+def test_hybrid_fanout_and_serial_build_the_modelled_tree(rgw, tree, tmp_path):
     name, objects = tree
     want_lines, want_skips, want_markers = model(objects)
     assert want_skips == {"dot_component": 5, "empty_component": 2, "name_too_long": 1,
                           "shadowed": 1, "marker_data": 1}
     assert sum(1 for k in objects if k.endswith("/")) == 3
 
+    with rgw.ledger.window() as hyb_w:
+        hyb = build(rgw, f"s3://{name}", tmp_path / "hyb.idx")
     with rgw.ledger.window() as fan_w:
-        fan = build(rgw, f"s3://{name}", tmp_path / "fan.idx")
+        fan = build(rgw, f"s3://{name}", tmp_path / "fan.idx", "--fanout-all")
     with rgw.ledger.window() as ser_w:
         ser = build(rgw, f"s3://{name}", tmp_path / "ser.idx", "--serial")
 
     # requests: the server's ledger, lith's own count and the prediction agree
+    want_hyb, want_flat = expected_hybrid_lists(objects, flat_at=32 // 2)
+    root_prefixes = sum(1 for c in listing_children(objects)[""] if c.endswith("/"))
+    assert want_flat == root_prefixes > 16      # the root's one page goes flat
+    assert hyb_w.counts["LIST"] == int(hyb["requests"]) == want_hyb == 1 + root_prefixes
+    assert int(hyb["flat"]) == want_flat
     assert fan_w.counts["LIST"] == int(fan["requests"]) == expected_fanout_lists(objects)
     assert ser_w.counts["LIST"] == int(ser["requests"]) == math.ceil(len(objects) / 1000)
-    for w in (fan_w, ser_w):
+    assert int(hyb["requests"]) < int(fan["requests"])
+    for w in (hyb_w, fan_w, ser_w):
         assert w.counts["GET"] == w.counts["HEAD"] == w.counts["OTHER"] == 0
         assert set(w.counts.statuses) == {200}
-    assert int(fan["max_inflight"]) > 1
+    assert int(hyb["max_inflight"]) > 1 and int(fan["max_inflight"]) > 1
+    assert (hyb["mode"], fan["mode"], ser["mode"]) == ("hybrid", "fanout-all", "serial")
 
+    hyb_list = inspect(tmp_path / "hyb.idx", "--list").splitlines()
     fan_list = inspect(tmp_path / "fan.idx", "--list").splitlines()
     ser_list = inspect(tmp_path / "ser.idx", "--list").splitlines()
-    assert sorted(fan_list) == sorted(ser_list) == want_lines
-    assert len(fan_list) > 3000
+    assert sorted(hyb_list) == sorted(fan_list) == sorted(ser_list) == want_lines
+    assert len(hyb_list) > 3000
 
-    for path, mode in ((tmp_path / "fan.idx", "fanout"), (tmp_path / "ser.idx", "serial")):
+    for path, mode in ((tmp_path / "hyb.idx", "fanout"), (tmp_path / "fan.idx", "fanout"),
+                       (tmp_path / "ser.idx", "serial")):
         top, skips = summary(inspect(path))
         assert skips == want_skips
         assert top["build mode"] == mode
@@ -227,7 +276,10 @@ def test_prefix_build(rgw, tree, tmp_path):
     with rgw.ledger.window() as w:
         res = build(rgw, f"s3://{name}/d03", tmp_path / "p.idx", "--concurrency", "4")
     assert int(res["files"]) == 100
-    assert w.counts["LIST"] == 2                      # d03/ and d03/sub/
+    # d03/ and d03/sub/: one prefix alone stays below --concurrency / 2
+    assert w.counts["LIST"] == int(res["requests"]) == 2
+    assert expected_hybrid_lists(objects, 2, prefix="d03/") == (2, 0)
+    assert int(res["flat"]) == 0
     top, _ = summary(inspect(tmp_path / "p.idx"))
     assert top["source"] == f"s3://{name}/d03/"
     assert int(top["markers"]) == 1                   # the "d03/" marker is the root's
@@ -250,6 +302,9 @@ def test_limits_and_errors(rgw, tree, tmp_path):
                                                           rgw.user2_secret_key))
     assert res.rc == 1 and not out.exists()
     assert lithcli.run(["index", "build", f"s3://{name}"], env=env).rc == 2
+    res = lithcli.run(["index", "build", f"s3://{name}", "-o", str(out), "--serial",
+                       "--fanout-all"], env=env)
+    assert res.rc == 2 and "exclude each other" in res.err and not out.exists()
 
     build(rgw, f"s3://{name}/d01", out)
     data = bytearray(out.read_bytes())

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * `lith index build|inspect`: builds a namespace index file from a bucket
- * (fan-out over common prefixes, or --serial) and prints what an index file
- * holds, for operators. Output is line-oriented text: build prints one
- * key=value summary line; inspect prints "name: value" lines, and with
- * --list one tab-separated line per entry. Keys and paths are printed with
+ * (hybrid fan-out then flat listing by default, or --fanout-all, or
+ * --serial; see fetch/index/build.h) and prints what an index file holds,
+ * for operators. Output is line-oriented text: build prints one key=value
+ * summary line; inspect prints "name: value" lines ("build mode: fanout"
+ * for both fan-out strategies: the file records only serial or not), and
+ * with --list one tab-separated line per entry. Keys and paths are printed with
  * C-style escapes for control bytes and backslash (bytes >= 0x80 verbatim),
  * so one entry is always one line.
  */
@@ -23,13 +25,19 @@
 #include "tools/lith/s3opts.h"
 
 static const char usage_text[] =
-	"usage: lith index build s3://bucket[/prefix] -o FILE [--serial] [--concurrency N]\n"
-	"                        [--max-keys N] [--page-keys N] [S3 options]\n"
+	"usage: lith index build s3://bucket[/prefix] -o FILE [--serial | --fanout-all]\n"
+	"                        [--concurrency N] [--flat-at N] [--max-keys N]\n"
+	"                        [--page-keys N] [S3 options]\n"
 	"       lith index inspect FILE [--list]\n"
 	"build options:\n"
 	"  -o, --output FILE    where to write the index (atomically)\n"
+	"  (default: fan out over common prefixes until there is enough parallel\n"
+	"  work, then list each remaining prefix's whole subtree without delimiter)\n"
 	"  --serial             one LIST walk without delimiter, page after page\n"
+	"  --fanout-all         list every common prefix with the delimiter\n"
 	"  --concurrency N      LIST requests in flight when fanning out (default 32)\n"
+	"  --flat-at N          default mode: list new prefixes flat once N work items\n"
+	"                       are outstanding (default: concurrency / 2)\n"
 	"  --max-keys N         refuse listings with more keys, prefixes or entries\n"
 	"                       (default 50000000)\n"
 	"  --page-keys N        max-keys per LIST request (default: server's, 1000)\n"
@@ -42,6 +50,7 @@ struct build_args {
 	struct s3_uri uri;
 	const char *output;
 	struct index_build_config cfg;
+	bool strategy_set;
 };
 
 /* ---- printing ------------------------------------------------------------ */
@@ -79,13 +88,30 @@ static int parse_count(const char *opt, const char *arg, uint64_t lo, uint64_t h
 	return 0;
 }
 
+static int set_strategy(struct build_args *a, enum index_strategy s)
+{
+	if (a->strategy_set && a->cfg.strategy != s) {
+		fprintf(stderr, "lith index: --serial and --fanout-all exclude each other\n");
+		return -EINVAL;
+	}
+	a->strategy_set = true;
+	a->cfg.strategy = s;
+	return 0;
+}
+
 static int build_option(struct build_args *a, int opt, const char *arg)
 {
 	uint64_t v;
 
 	switch (opt) {
 	case 'o': a->output = arg; return 0;
-	case 's': a->cfg.serial = true; return 0;
+	case 's': return set_strategy(a, INDEX_STRATEGY_SERIAL);
+	case 'F': return set_strategy(a, INDEX_STRATEGY_FANOUT);
+	case 'f':
+		if (parse_count("--flat-at", arg, 1, INDEX_MAX_CONCURRENCY, &v) < 0)
+			return -EINVAL;
+		a->cfg.flat_at = (unsigned)v;
+		return 0;
 	case 'c':
 		if (parse_count("--concurrency", arg, 1, INDEX_MAX_CONCURRENCY, &v) < 0)
 			return -EINVAL;
@@ -109,6 +135,8 @@ static int parse_build(struct build_args *a, int argc, char **argv)
 		S3OPTS_LONGOPTS,
 		{ "output", required_argument, NULL, 'o' },
 		{ "serial", no_argument, NULL, 's' },
+		{ "fanout-all", no_argument, NULL, 'F' },
+		{ "flat-at", required_argument, NULL, 'f' },
 		{ "concurrency", required_argument, NULL, 'c' },
 		{ "max-keys", required_argument, NULL, 'm' },
 		{ "page-keys", required_argument, NULL, 'p' },
@@ -135,21 +163,23 @@ static int parse_build(struct build_args *a, int argc, char **argv)
 static void print_build(const struct build_args *a, const struct index_build_stats *st)
 {
 	const struct index_tree_counts *c = &st->counts;
+	bool serial = a->cfg.strategy == INDEX_STRATEGY_SERIAL;
 
 	printf("lith index build: file=%s mode=%s concurrency=%u keys_listed=%llu files=%llu "
-	       "dirs=%llu total_bytes=%llu skipped=%llu requests=%llu retries=%llu "
-	       "max_inflight=%u seconds=%.3f\n",
-	       a->output, a->cfg.serial ? "serial" : "fanout",
-	       a->cfg.serial ? 1 : a->cfg.concurrency, (unsigned long long)c->keys_listed,
+	       "dirs=%llu total_bytes=%llu skipped=%llu requests=%llu prefixes=%llu flat=%llu "
+	       "retries=%llu max_inflight=%u seconds=%.3f\n",
+	       a->output, index_strategy_name(a->cfg.strategy),
+	       serial ? 1 : a->cfg.concurrency, (unsigned long long)c->keys_listed,
 	       (unsigned long long)c->files, (unsigned long long)c->dirs,
 	       (unsigned long long)c->total_bytes, (unsigned long long)c->skipped[0],
-	       (unsigned long long)st->requests, (unsigned long long)st->retries,
+	       (unsigned long long)st->requests, (unsigned long long)st->prefixes,
+	       (unsigned long long)st->flat, (unsigned long long)st->retries,
 	       st->max_inflight, st->seconds);
 }
 
 static int run_build(struct build_args *a)
 {
-	unsigned conns = a->cfg.serial ? 1 : a->cfg.concurrency;
+	unsigned conns = a->cfg.strategy == INDEX_STRATEGY_SERIAL ? 1 : a->cfg.concurrency;
 	struct s3_engine_config ec = { .max_connections = conns, .max_queued = conns + 16 };
 	struct index_build_stats st;
 	char err[512] = "";

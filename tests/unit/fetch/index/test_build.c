@@ -3,11 +3,13 @@
  * Unit tests for fetch/index/build.c against an in-process fake S3 that
  * answers ListObjectsV2 (prefix, delimiter, continuation-token, max-keys,
  * encoding-type=url) from a sorted key list, on 127.0.0.1, over keep-alive
- * HTTP/1.1. Fan-out and serial walks must give the same index with the
- * request counts the listing predicts; hostile listings (a common prefix
- * that does not descend, a truncated page without or with a repeated token,
- * endless empty pages, keys outside the prefix, too many keys, errors) must
- * end in a clear error or a counted skip, never a hang or a crash.
+ * HTTP/1.1. The hybrid (default), pure fan-out and serial walks must give
+ * the same index with the request counts the listing predicts; hostile
+ * listings (a common prefix that does not descend, a common prefix in a
+ * listing without delimiter, a truncated page without or with a repeated
+ * token, endless empty pages, keys outside the prefix, too many keys,
+ * errors) must end in a clear error or a counted skip, never a hang or a
+ * crash.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,7 +32,7 @@
 
 /* ---- the fake server --------------------------------------------------- */
 
-enum mode { M_OK, M_LOOP, M_NO_TOKEN, M_SAME_TOKEN, M_EMPTY, M_403, M_OUTSIDE };
+enum mode { M_OK, M_LOOP, M_FLAT_CP, M_NO_TOKEN, M_SAME_TOKEN, M_EMPTY, M_403, M_OUTSIDE };
 
 #define MAX_CONNS 128
 
@@ -178,6 +180,12 @@ static void hostile_page(const struct query *q, struct strbuf *b)
 		list_page(q, b);
 		if (q->prefix[0] && q->delim[0])
 			strbuf_appendf(b, "<CommonPrefixes><Prefix>%s</Prefix></CommonPrefixes>",
+				       q->prefix);
+		break;
+	case M_FLAT_CP:
+		list_page(q, b);
+		if (!q->delim[0])
+			strbuf_appendf(b, "<CommonPrefixes><Prefix>%szz/</Prefix></CommonPrefixes>",
 				       q->prefix);
 		break;
 	case M_NO_TOKEN:
@@ -368,23 +376,31 @@ static void client_close(struct client *c)
 	s3_bucket_free(c->bucket);
 }
 
-static int build(const char *path, bool serial, unsigned conc, unsigned page, uint64_t max,
-		 const char *prefix, struct index_build_stats *st, char *err, size_t errlen)
+/* What a build asks for; zeroes are the builder's defaults (hybrid). */
+struct opts {
+	enum index_strategy strategy;
+	unsigned conc, flat_at, page;
+	uint64_t max;
+	const char *prefix;
+};
+
+static int build(const char *path, struct opts o, struct index_build_stats *st, char *err,
+		 size_t errlen)
 {
 	struct client c;
 	int r;
 
-	client_open(&c, conc ? conc : 32);
+	client_open(&c, o.conc ? o.conc : 32);
 	r = index_build(&(struct index_build_config){
 				.engine = c.engine, .bucket = c.bucket, .endpoint = "fake",
-				.prefix = prefix, .serial = serial, .concurrency = conc,
-				.page_keys = page, .max_keys = max },
+				.prefix = o.prefix, .strategy = o.strategy, .concurrency = o.conc,
+				.flat_at = o.flat_at, .page_keys = o.page, .max_keys = o.max },
 			path, st, err, errlen);
 	client_close(&c);
 	return r;
 }
 
-/* Requests a fan-out walk must make: one page run per listed prefix. */
+/* Requests a pure fan-out walk must make: one page run per listed prefix. */
 static uint64_t expected_fanout(const char *prefix, unsigned page)
 {
 	uint64_t requests = 0;
@@ -408,6 +424,66 @@ static uint64_t expected_fanout(const char *prefix, unsigned page)
 	return requests + (items ? (items + page - 1) / page : 1);
 }
 
+/* Requests a flat listing of prefix makes: its keys, `page` per page. */
+static uint64_t expected_flat(const char *prefix, unsigned page)
+{
+	size_t i = lower_bound(prefix), n = 0;
+
+	while (i + n < srv.nkeys && starts(srv.keys[i + n], prefix))
+		n++;
+	return n ? (n + page - 1) / page : 1;
+}
+
+/* Index and common prefix (into cp) of the listing item at keys[i] below
+ * prefix; returns the index of the next item. cp is "" for an object. */
+static size_t next_item(const char *prefix, size_t i, char *cp)
+{
+	const char *d = strchr(srv.keys[i] + strlen(prefix), '/');
+	size_t n;
+
+	cp[0] = '\0';
+	if (!d)
+		return i + 1;
+	n = (size_t)(d - srv.keys[i]) + 1;
+	memcpy(cp, srv.keys[i], n);
+	cp[n] = '\0';
+	while (i < srv.nkeys && starts(srv.keys[i], cp))
+		i++;
+	return i;
+}
+
+/* Requests a hybrid walk makes, with the builder's rule applied to what
+ * each delimited page alone shows (its new prefixes, plus one when it is
+ * truncated): exact whenever the work pending or in flight elsewhere does
+ * not change a decision, as in the tests below (the root's pages reach
+ * flat_at on their own, or nothing else is outstanding). *flat counts the
+ * prefixes listed flat. */
+static uint64_t expected_hybrid(const char *prefix, unsigned page, unsigned flat_at,
+				uint64_t *flat)
+{
+	char (*cps)[2048] = calloc(page, sizeof(*cps));
+	uint64_t requests = 0;
+	size_t i = lower_bound(prefix);
+	bool more = true;
+
+	while (more) {
+		size_t items = 0, ncp = 0;
+
+		for (; items < page && i < srv.nkeys && starts(srv.keys[i], prefix); items++) {
+			i = next_item(prefix, i, cps[ncp]);
+			ncp += cps[ncp][0] != '\0';
+		}
+		more = i < srv.nkeys && starts(srv.keys[i], prefix);
+		for (size_t k = 0; k < ncp; k++)
+			requests += ncp + more >= flat_at ? expected_flat(cps[k], page)
+				    : expected_hybrid(cps[k], page, flat_at, flat);
+		*flat += ncp + more >= flat_at ? ncp : 0;
+		requests++;
+	}
+	free(cps);
+	return requests;
+}
+
 static uint8_t *slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -427,47 +503,107 @@ static uint8_t *slurp(const char *path, size_t *len)
 	return buf;
 }
 
-static void test_fanout_equals_serial(void)
+static bool same_tree(const char *a, const char *b)
 {
-	struct index_build_stats fan, ser;
-	char err[512] = "";
-	size_t fl = 0, sl = 0;
-	uint8_t *fb, *sb;
-	unsigned before;
+	size_t al = 0, bl = 0;
+	uint8_t *ab = slurp(a, &al), *bb = slurp(b, &bl);
+	bool same = ab && bb && al == bl &&
+		    memcmp(ab + INDEX_HEADER_SIZE, bb + INDEX_HEADER_SIZE, al - INDEX_HEADER_SIZE) == 0;
 
-	before = atomic_load(&srv.requests);
-	CHECK_INT(build("/tmp/lith-test-build-fan.idx", false, 4, 10, 0, "", &fan, err,
-			sizeof(err)), 0);
-	CHECK_INT(atomic_load(&srv.requests) - before, fan.requests);
-	CHECK_INT(fan.requests, expected_fanout("", 10));
-	CHECK(fan.max_inflight >= 2 && fan.max_inflight <= 4);
-	before = atomic_load(&srv.requests);
-	CHECK_INT(build("/tmp/lith-test-build-ser.idx", true, 0, 10, 0, "", &ser, err,
-			sizeof(err)), 0);
-	CHECK_INT(atomic_load(&srv.requests) - before, ser.requests);
-	CHECK_INT(ser.requests, (srv.nkeys + 9) / 10);
-	CHECK_INT(ser.max_inflight, 1);
-	CHECK_INT(fan.counts.keys_listed, srv.nkeys);
-	CHECK_INT(ser.counts.keys_listed, srv.nkeys);
-	CHECK_INT(fan.counts.skipped[INDEX_SKIP_DOT_COMPONENT], 2);
-	CHECK_INT(fan.counts.skipped[INDEX_SKIP_EMPTY_COMPONENT], 2);
-	CHECK_INT(fan.counts.skipped[INDEX_SKIP_NAME_TOO_LONG], 1);
-	CHECK_INT(fan.counts.skipped[INDEX_SKIP_SHADOWED], 1);
-	CHECK_INT(fan.counts.skipped[INDEX_SKIP_MARKER_DATA], 1);
-	CHECK_INT(fan.counts.skipped[0], 7);
-	CHECK_INT(fan.counts.markers, 2);
-	CHECK_INT(fan.counts.files, srv.nkeys - 9);
-	CHECK(memcmp(fan.counts.skipped, ser.counts.skipped, sizeof(fan.counts.skipped)) == 0);
-	/* same tree, byte for byte, past the header's provenance */
-	fb = slurp("/tmp/lith-test-build-fan.idx", &fl);
-	sb = slurp("/tmp/lith-test-build-ser.idx", &sl);
-	CHECK(fb && sb && fl == sl);
-	if (fb && sb && fl == sl)
-		CHECK(memcmp(fb + INDEX_HEADER_SIZE, sb + INDEX_HEADER_SIZE, fl - INDEX_HEADER_SIZE) == 0);
-	free(fb);
-	free(sb);
-	unlink("/tmp/lith-test-build-fan.idx");
-	unlink("/tmp/lith-test-build-ser.idx");
+	free(ab);
+	free(bb);
+	return same;
+}
+
+/* Builds; checks the server saw exactly the requests the builder counted. */
+static void build_counted(const char *path, struct opts o, struct index_build_stats *st)
+{
+	char err[512] = "";
+	unsigned before = atomic_load(&srv.requests);
+
+	CHECK_INT(build(path, o, st, err, sizeof(err)), 0);
+	CHECK_INT(atomic_load(&srv.requests) - before, st->requests);
+}
+
+static void check_counts(const struct index_build_stats *st)
+{
+	CHECK_INT(st->counts.keys_listed, srv.nkeys);
+	CHECK_INT(st->counts.skipped[INDEX_SKIP_DOT_COMPONENT], 2);
+	CHECK_INT(st->counts.skipped[INDEX_SKIP_EMPTY_COMPONENT], 2);
+	CHECK_INT(st->counts.skipped[INDEX_SKIP_NAME_TOO_LONG], 1);
+	CHECK_INT(st->counts.skipped[INDEX_SKIP_SHADOWED], 1);
+	CHECK_INT(st->counts.skipped[INDEX_SKIP_MARKER_DATA], 1);
+	CHECK_INT(st->counts.skipped[0], 7);
+	CHECK_INT(st->counts.markers, 2);
+	CHECK_INT(st->counts.files, srv.nkeys - 9);
+}
+
+/* Hybrid (default), pure fan-out and serial: same tree, byte for byte past
+ * the header's provenance, each with the requests its strategy predicts. */
+static void test_strategies_agree(void)
+{
+	static const char *hyb = "/tmp/lith-test-build-hyb.idx",
+			  *fan = "/tmp/lith-test-build-fan.idx",
+			  *ser = "/tmp/lith-test-build-ser.idx";
+	struct index_build_stats h, f, s;
+	uint64_t flat = 0;
+
+	build_counted(hyb, (struct opts){ .conc = 4, .page = 10 }, &h);
+	CHECK_INT(h.requests, expected_hybrid("", 10, 2, &flat));
+	CHECK_INT(h.flat, flat);
+	CHECK_INT(h.flat, 22);                /* every common prefix of the root */
+	CHECK(h.requests < expected_fanout("", 10));
+	CHECK(h.max_inflight >= 2 && h.max_inflight <= 4);
+	build_counted(fan, (struct opts){ .strategy = INDEX_STRATEGY_FANOUT, .conc = 4,
+					  .page = 10 }, &f);
+	CHECK_INT(f.requests, expected_fanout("", 10));
+	CHECK_INT(f.flat, 0);
+	CHECK(f.max_inflight >= 2 && f.max_inflight <= 4);
+	build_counted(ser, (struct opts){ .strategy = INDEX_STRATEGY_SERIAL, .page = 10 }, &s);
+	CHECK_INT(s.requests, (srv.nkeys + 9) / 10);
+	CHECK_INT(s.max_inflight, 1);
+	CHECK_INT(s.prefixes, 0);
+	check_counts(&h);
+	check_counts(&f);
+	check_counts(&s);
+	CHECK(memcmp(h.counts.skipped, s.counts.skipped, sizeof(h.counts.skipped)) == 0);
+	CHECK(memcmp(f.counts.skipped, s.counts.skipped, sizeof(f.counts.skipped)) == 0);
+	CHECK(same_tree(hyb, ser));
+	CHECK(same_tree(fan, ser));
+	unlink(hyb);
+	unlink(fan);
+	unlink(ser);
+}
+
+/* The threshold: 1 sends everything below the root flat (one connection);
+ * out of reach, the hybrid walk is the pure fan-out walk. */
+static void test_hybrid_threshold(void)
+{
+	static const char *path = "/tmp/lith-test-build-thr.idx";
+	struct index_build_stats st;
+	uint64_t flat = 0;
+
+	build_counted(path, (struct opts){ .conc = 1, .page = 10 }, &st);
+	CHECK_INT(st.requests, expected_hybrid("", 10, 1, &flat));
+	CHECK_INT(st.flat, flat);
+	CHECK_INT(st.max_inflight, 1);
+	check_counts(&st);
+	build_counted(path, (struct opts){ .conc = 8, .flat_at = 1000, .page = 10 }, &st);
+	CHECK_INT(st.requests, expected_fanout("", 10));
+	CHECK_INT(st.flat, 0);
+	check_counts(&st);
+	/* dir00/: 20 files then "sub/" on its last page, alone in the build:
+	 * one outstanding item, below 2, reaching 1 */
+	for (unsigned at = 1; at <= 2; at++) {
+		flat = 0;
+		build_counted(path, (struct opts){ .conc = 8, .flat_at = at, .page = 10,
+						   .prefix = "dir00" }, &st);
+		CHECK_INT(st.requests, expected_hybrid("dir00/", 10, at, &flat));
+		CHECK_INT(st.requests, 4);    /* three pages of dir00/, one of sub/ */
+		CHECK_INT(st.flat, flat);
+		CHECK_INT(st.flat, at == 1);
+	}
+	unlink(path);
 }
 
 static void test_prefix(void)
@@ -478,10 +614,12 @@ static void test_prefix(void)
 	uint64_t ino;
 
 	/* "dir03" means "dir03/" */
-	CHECK_INT(build("/tmp/lith-test-build-pfx.idx", false, 8, 0, 0, "dir03", &st, err,
-			sizeof(err)), 0);
+	CHECK_INT(build("/tmp/lith-test-build-pfx.idx", (struct opts){ .conc = 8,
+								       .prefix = "dir03" },
+			&st, err, sizeof(err)), 0);
 	CHECK_INT(st.counts.files, 25);
 	CHECK_INT(st.requests, 2);
+	CHECK_INT(st.flat, 0);                /* one prefix, nothing else to do */
 	CHECK_INT(index_open("/tmp/lith-test-build-pfx.idx", &idx), 0);
 	if (idx) {
 		CHECK_INT(index_lookup(idx, INDEX_ROOT_INO, "file01", 6, &ino), 0);
@@ -492,15 +630,15 @@ static void test_prefix(void)
 	unlink("/tmp/lith-test-build-pfx.idx");
 }
 
-static void expect_failure(enum mode m, bool serial, uint64_t max, int err_expect,
-			   const char *needle)
+static void expect_failure(enum mode m, struct opts o, int err_expect, const char *needle)
 {
 	struct index_build_stats st = { .requests = 777 };
 	char err[512] = "";
 
 	srv.mode = m;
-	CHECK_INT(build("/tmp/lith-test-build-bad.idx", serial, 8, 10, max, "", &st, err,
-			sizeof(err)), err_expect);
+	o.conc = 8;
+	o.page = 10;
+	CHECK_INT(build("/tmp/lith-test-build-bad.idx", o, &st, err, sizeof(err)), err_expect);
 	CHECK(strstr(err, needle) != NULL);
 	if (!strstr(err, needle))
 		fprintf(stderr, "  error was: %s\n", err);
@@ -511,22 +649,38 @@ static void expect_failure(enum mode m, bool serial, uint64_t max, int err_expec
 
 static void test_hostile(void)
 {
+	const struct opts hyb = { 0 }, fan = { .strategy = INDEX_STRATEGY_FANOUT },
+			  ser = { .strategy = INDEX_STRATEGY_SERIAL },
+			  delimited = { .flat_at = 1000 };
 	struct index_build_stats st;
 	char err[512] = "";
 
-	expect_failure(M_LOOP, false, 0, -EPROTO, "common prefix");
+	expect_failure(M_LOOP, fan, -EPROTO, "common prefix");
+	expect_failure(M_LOOP, delimited, -EPROTO, "common prefix");
+	expect_failure(M_FLAT_CP, hyb, -EPROTO, "without delimiter");
+	expect_failure(M_FLAT_CP, ser, -EPROTO, "without delimiter");
 	/* s3xml already refuses this page; the builder checks it again */
-	expect_failure(M_NO_TOKEN, true, 0, -EBADMSG, "NextContinuationToken");
-	expect_failure(M_SAME_TOKEN, true, 0, -EPROTO, "repeated");
-	expect_failure(M_EMPTY, false, 0, -EPROTO, "empty truncated pages");
-	expect_failure(M_403, false, 0, -EACCES, "LIST ''");
-	expect_failure(M_OK, false, 100, -E2BIG, "max keys");
-	expect_failure(M_OK, true, 100, -E2BIG, "max keys");
+	expect_failure(M_NO_TOKEN, ser, -EBADMSG, "NextContinuationToken");
+	expect_failure(M_SAME_TOKEN, ser, -EPROTO, "repeated");
+	expect_failure(M_SAME_TOKEN, hyb, -EPROTO, "repeated");
+	expect_failure(M_EMPTY, hyb, -EPROTO, "empty truncated pages");
+	expect_failure(M_EMPTY, fan, -EPROTO, "empty truncated pages");
+	expect_failure(M_403, hyb, -EACCES, "LIST ''");
+	expect_failure(M_OK, (struct opts){ .max = 100 }, -E2BIG, "max keys");
+	expect_failure(M_OK, (struct opts){ .strategy = INDEX_STRATEGY_FANOUT, .max = 100 },
+		       -E2BIG, "max keys");
+	expect_failure(M_OK, (struct opts){ .strategy = INDEX_STRATEGY_SERIAL, .max = 100 },
+		       -E2BIG, "max keys");
+	/* keys outside the prefix listed: flat listings (hybrid) and delimited */
 	srv.mode = M_OUTSIDE;
-	CHECK_INT(build("/tmp/lith-test-build-out.idx", false, 8, 0, 0, "", &st, err,
-			sizeof(err)), 0);
-	CHECK(st.counts.skipped[INDEX_SKIP_OUTSIDE_PREFIX] > 10);
-	CHECK_INT(st.counts.files, srv.nkeys - 9);
+	for (int i = 0; i < 2; i++) {
+		struct opts o = { .strategy = i ? INDEX_STRATEGY_FANOUT : INDEX_STRATEGY_HYBRID,
+				  .conc = 8 };
+
+		CHECK_INT(build("/tmp/lith-test-build-out.idx", o, &st, err, sizeof(err)), 0);
+		CHECK(st.counts.skipped[INDEX_SKIP_OUTSIDE_PREFIX] > 10);
+		CHECK_INT(st.counts.files, srv.nkeys - 9);
+	}
 	srv.mode = M_OK;
 	unlink("/tmp/lith-test-build-out.idx");
 }
@@ -541,11 +695,16 @@ static void test_config_errors(void)
 		  -EINVAL);
 	memset(longp, 'p', sizeof(longp) - 1);
 	longp[sizeof(longp) - 1] = '\0';
-	CHECK_INT(build("/tmp/lith-test-build-x.idx", false, 1, 0, 0, longp, &st, err,
-			sizeof(err)), -ENAMETOOLONG);
-	CHECK_INT(build("/nonexistent-dir/x.idx", false, 4, 0, 0, "", &st, err, sizeof(err)),
-		  -ENOENT);
+	CHECK_INT(build("/tmp/lith-test-build-x.idx", (struct opts){ .conc = 1, .prefix = longp },
+			&st, err, sizeof(err)), -ENAMETOOLONG);
+	CHECK_INT(build("/nonexistent-dir/x.idx", (struct opts){ .conc = 4 }, &st, err,
+			sizeof(err)), -ENOENT);
 	CHECK(strstr(err, "writing") != NULL);
+	CHECK_INT(index_build(&(struct index_build_config){ .engine = (void *)1,
+							    .bucket = (void *)1,
+							    .strategy = 7 },
+			      "/tmp/x", &st, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "strategy") != NULL);
 }
 
 static void test_prefix_normalize(void)
@@ -567,7 +726,8 @@ int main(void)
 	char **keys = dataset(&n);
 
 	server_start(keys, n);
-	test_fanout_equals_serial();
+	test_strategies_agree();
+	test_hybrid_threshold();
 	test_prefix();
 	test_hostile();
 	test_config_errors();
