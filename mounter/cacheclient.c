@@ -141,6 +141,8 @@ static int call(struct cache_client *c, Lith__Cache__Request *req, Lith__Cache__
 	pthread_mutex_unlock(&c->lock);
 	r = send_request(c, req);
 	pthread_mutex_lock(&c->lock);
+	if ((r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN) && !c->broken)
+		c->broken = r; /* the stream is gone (or out of sync) */
 	while (r == 0 && !p.done && !c->broken)
 		pthread_cond_wait(&c->cond, &c->lock);
 	pending_unlink(c, &p);
@@ -256,6 +258,16 @@ void cache_client_free(struct cache_client *c)
 }
 
 uint32_t cache_client_block_size(const struct cache_client *c) { return c->block_size; }
+
+bool cache_client_broken(struct cache_client *c)
+{
+	bool b;
+
+	pthread_mutex_lock(&c->lock);
+	b = c->broken != 0;
+	pthread_mutex_unlock(&c->lock);
+	return b;
+}
 
 static void spec_to_proto(const struct view_spec *s, Lith__Cache__ViewSpec *p)
 {

@@ -14,6 +14,7 @@
 #ifndef LITH_MOUNTER_CACHECLIENT_H
 #define LITH_MOUNTER_CACHECLIENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -35,6 +36,10 @@ struct cache_view_info {
 int cache_client_connect(const char *socket_path, const char *name, struct cache_client **ret);
 void cache_client_free(struct cache_client *c);
 uint32_t cache_client_block_size(const struct cache_client *c);
+/* True once the connection is gone (the daemon exited or broke the
+ * stream): every later call fails; the caller should connect again. Tells
+ * a lost daemon apart from an error the daemon reported. */
+bool cache_client_broken(struct cache_client *c);
 
 /* Registers a view (may take as long as an index build). -errno from the
  * daemon with its message in msg (ENOENT bucket missing, EACCES credentials

@@ -475,13 +475,42 @@ static int dataset_build(struct views *vs, struct dataset *ds, struct target *t)
 	return r;
 }
 
+/* A refresh must not pull an index from under the views that use it
+ * (their entry numbers would name other objects): the old dataset leaves
+ * the shared list and lives on, with its mapping and fd, until its last
+ * view is gone; the refresh builds a new one. Takes over the caller's
+ * reference to old. */
+static struct dataset *dataset_renew(struct views *vs, struct dataset *old)
+{
+	struct dataset **pp, *ds;
+
+	if (old->refs == 1) {
+		dataset_drop_index(old);
+		return old;
+	}
+	for (pp = &vs->datasets; *pp && *pp != old; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = old->next;
+	old->next = NULL;
+	ds = dataset_get(vs, old->endpoint, old->bucket, old->prefix);
+	dataset_unref(vs, old);
+	return ds;
+}
+
 static void reg_dataset(struct reg *g)
 {
 	struct dataset *ds = g->ds;
 	int r;
 
-	if (ds->state == DS_READY && g->refresh)
-		dataset_drop_index(ds);
+	if (ds->state == DS_READY && g->refresh) {
+		ds = dataset_renew(g->vs, ds);
+		if (!ds) {
+			reg_fail(g, -ENOMEM, "out of memory");
+			return;
+		}
+		g->ds = ds;
+	}
 	if (ds->state == DS_EMPTY && !g->refresh)
 		dataset_load(g->vs, ds);
 	if (ds->state == DS_READY) {

@@ -6,5 +6,8 @@
 int cmd_s3(int argc, char **argv);
 int cmd_index(int argc, char **argv);
 int cmd_cached(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
+int cmd_umount(int argc, char **argv);
+int cmd_csi(int argc, char **argv);
 
 #endif

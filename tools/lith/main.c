@@ -17,6 +17,9 @@ static const struct {
 	{ "s3", cmd_s3, "talk to S3 directly: ls, head, get, bench" },
 	{ "index", cmd_index, "build or inspect a namespace index file" },
 	{ "cached", cmd_cached, "the node cache daemon (and its cat/stats clients)" },
+	{ "mount", cmd_mount, "mount an S3 prefix as a read-only filesystem" },
+	{ "umount", cmd_umount, "unmount a lith mount and wait for its mounter" },
+	{ "csi", cmd_csi, "the CSI node plugin (driver lith.csi)" },
 };
 
 static int usage(FILE *f)

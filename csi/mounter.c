@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Spawning, watching and stopping `lith mount` processes (see mounter.h).
+ */
+#include "csi/mounter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ARGV_MAX 48
+#define ENV_MAX 8
+#define FUSE_SUPER_MAGIC 0x65735546
+#define ROOT_INO 1
+
+struct argv_buf {
+	char *argv[ARGV_MAX];
+	int n;
+	char src[2 * VOLCTX_VALUE_MAX];
+	char uid[24], gid[24];
+};
+
+static void add(struct argv_buf *a, const char *s)
+{
+	if (a->n < ARGV_MAX - 1)
+		a->argv[a->n++] = (char *)s;
+	a->argv[a->n] = NULL;
+}
+
+static void build_argv(struct argv_buf *a, const struct volctx *v, const char *socket)
+{
+	add(a, "lith"); add(a, "mount"); add(a, "--foreground"); add(a, "--fuse-fd"); add(a, "3");
+	add(a, "--allow-other"); add(a, "--volume-id"); add(a, v->volume_id);
+	if (socket) { add(a, "--cache-socket"); add(a, socket); }
+	if (v->endpoint[0]) { add(a, "--endpoint"); add(a, v->endpoint); }
+	if (v->region[0]) { add(a, "--region"); add(a, v->region); }
+	if (v->path_style) add(a, "--path-style");
+	if (v->virtual_host) add(a, "--virtual-host");
+	if (v->no_sign) add(a, "--no-sign-request");
+	if (v->requester_pays) add(a, "--requester-pays");
+	if (v->exec) add(a, "--exec");
+	snprintf(a->uid, sizeof(a->uid), "%lld", v->uid < 0 ? 0 : v->uid);
+	snprintf(a->gid, sizeof(a->gid), "%lld", v->gid < 0 ? 0 : v->gid);
+	add(a, "--uid"); add(a, a->uid); add(a, "--gid"); add(a, a->gid);
+	for (int i = 0; i < VOLCTX_TUNING_N; i++)
+		if (v->tuning[i][0]) { add(a, volctx_tuning_opts[i]); add(a, v->tuning[i]); }
+	snprintf(a->src, sizeof(a->src), "s3://%s/%s", v->bucket, v->prefix);
+	add(a, a->src);
+	add(a, v->target);
+}
+
+/* Minimal environment: credentials only (never argv), no HOME profile. */
+static void build_env(char env[ENV_MAX][VOLCTX_SECRET_MAX + 32], char *envp[ENV_MAX],
+		      const struct volctx *v)
+{
+	int n = 0;
+
+	snprintf(env[n++], sizeof(env[0]), "PATH=/usr/sbin:/usr/bin:/sbin:/bin");
+	snprintf(env[n++], sizeof(env[0]), "HOME=/nonexistent");
+	if (getenv("LITH_LOG"))
+		snprintf(env[n++], sizeof(env[0]), "LITH_LOG=%s", getenv("LITH_LOG"));
+	if (v->access_key[0]) {
+		snprintf(env[n++], sizeof(env[0]), "AWS_ACCESS_KEY_ID=%s", v->access_key);
+		snprintf(env[n++], sizeof(env[0]), "AWS_SECRET_ACCESS_KEY=%s", v->secret_key);
+	}
+	if (v->session_token[0])
+		snprintf(env[n++], sizeof(env[0]), "AWS_SESSION_TOKEN=%s", v->session_token);
+	for (int i = 0; i < n; i++)
+		envp[i] = env[i];
+	envp[n] = NULL;
+}
+
+unsigned long long mounter_starttime(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+		       "%*d %*d %llu", &st);
+	fclose(f);
+	return st;
+}
+
+static int spawn(struct argv_buf *a, char **envp, int fuse_fd, const char *log_path, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none;
+	int r;
+
+	sigemptyset(&none);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	posix_spawn_file_actions_adddup2(&fa, fuse_fd, MOUNTER_FUSE_FD);
+	r = -posix_spawn(pid, "/proc/self/exe", &fa, &at, a->argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	return r;
+}
+
+int mounter_spawn(const struct volctx *v, int fuse_fd, const char *socket, const char *log_path,
+		  struct mounter_proc *ret)
+{
+	static char env[ENV_MAX][VOLCTX_SECRET_MAX + 32];
+	static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+	struct argv_buf *a = calloc(1, sizeof(*a));
+	char *envp[ENV_MAX];
+	pid_t pid = 0;
+	int r;
+
+	if (!a)
+		return -ENOMEM;
+	build_argv(a, v, socket);
+	pthread_mutex_lock(&env_lock);
+	build_env(env, envp, v);
+	r = spawn(a, envp, fuse_fd, log_path, &pid);
+	explicit_bzero(env, sizeof(env));
+	pthread_mutex_unlock(&env_lock);
+	free(a);
+	if (r < 0)
+		return r;
+	ret->pid = pid;
+	ret->child = true;
+	ret->start = mounter_starttime(pid);
+	ret->pidfd = pidfd_open(pid, 0);
+	return ret->pidfd < 0 ? -errno : 0;
+}
+
+/* ---- readiness ---- */
+
+/* Shared by the waiting caller and the probe thread; the last one frees. */
+struct probe {
+	char target[PATH_MAX];
+	int efd;
+	int result;
+	atomic_int refs;
+};
+
+static void probe_put(struct probe *p)
+{
+	if (atomic_fetch_sub(&p->refs, 1) == 1) {
+		close(p->efd);
+		free(p);
+	}
+}
+
+/* stat of the root blocks until the mounter answered INIT and GETATTR. */
+static void *probe_main(void *arg)
+{
+	struct probe *p = arg;
+	struct statfs sf;
+	struct stat st;
+	uint64_t one = 1;
+
+	if (stat(p->target, &st) < 0 || statfs(p->target, &sf) < 0)
+		p->result = -errno;
+	else if ((unsigned long)sf.f_type != FUSE_SUPER_MAGIC || st.st_ino != ROOT_INO)
+		p->result = -ENOTCONN;
+	if (write(p->efd, &one, sizeof(one)) < 0 && !p->result)
+		p->result = -EIO;
+	probe_put(p);
+	return NULL;
+}
+
+static int probe_start(const char *target, struct probe **ret)
+{
+	struct probe *p = calloc(1, sizeof(*p));
+	pthread_attr_t a;
+	pthread_t t;
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	snprintf(p->target, sizeof(p->target), "%s", target);
+	atomic_init(&p->refs, 2);
+	p->efd = eventfd(0, EFD_CLOEXEC);
+	if (p->efd < 0) {
+		free(p);
+		return -EMFILE;
+	}
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	r = -pthread_create(&t, &a, probe_main, p);
+	pthread_attr_destroy(&a);
+	if (r < 0) {
+		close(p->efd);
+		free(p);
+		return r;
+	}
+	*ret = p;
+	return 0;
+}
+
+static const int known_errnos[] = {
+	ENOENT, EACCES, EPERM, ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, ETIMEDOUT, ECONNRESET,
+	EINVAL, ENOKEY, EHOSTDOWN, EAGAIN,
+};
+
+/* The last "lith mount: ..." line of the log, and the errno named in its
+ * trailing "[strerror]". */
+static int classify(const char *log_path, char *msg, size_t len)
+{
+	char buf[8192], *line, *end, *br;
+	int fd = open(log_path, O_RDONLY | O_CLOEXEC);
+	off_t size;
+	ssize_t n;
+
+	if (fd < 0)
+		return -EIO;
+	size = lseek(fd, 0, SEEK_END);
+	n = pread(fd, buf, sizeof(buf) - 1, size > (off_t)sizeof(buf) - 1 ? size - (off_t)sizeof(buf) + 1 : 0);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	line = NULL;
+	for (char *s = strstr(buf, "lith mount: "); s; s = strstr(s + 1, "lith mount: "))
+		line = s;
+	if (!line)
+		return -EIO;
+	line += strlen("lith mount: ");
+	if ((end = strchr(line, '\n')))
+		*end = '\0';
+	snprintf(msg, len, "%s", line);
+	br = strrchr(line, '[');
+	for (size_t i = 0; br && i < sizeof(known_errnos) / sizeof(known_errnos[0]); i++)
+		if (!strncmp(br + 1, strerror(known_errnos[i]), strlen(strerror(known_errnos[i]))))
+			return -known_errnos[i];
+	return -EIO;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* 1: probe answered; 0: mounter exited; -ETIMEDOUT. */
+static int wait_either(struct mounter_proc *p, int efd, unsigned timeout_ms)
+{
+	struct pollfd pf[2] = { { .fd = efd, .events = POLLIN }, { .fd = p->pidfd, .events = POLLIN } };
+	double deadline = now_ms() + timeout_ms;
+
+	for (;;) {
+		int left = (int)(deadline - now_ms());
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(pf, 2, left) < 0 && errno != EINTR)
+			return -errno;
+		if (pf[0].revents)
+			return 1;
+		if (pf[1].revents)
+			return 0;
+	}
+}
+
+int mounter_wait_ready(struct mounter_proc *p, const char *target, const char *log_path,
+		       unsigned timeout_ms, char *msg, size_t len)
+{
+	struct probe *pr;
+	int r = probe_start(target, &pr);
+
+	if (r < 0)
+		return r;
+	r = wait_either(p, pr->efd, timeout_ms);
+	if (r == 1 && pr->result == 0) {
+		probe_put(pr);
+		return 0;
+	}
+	r = r == 1 ? pr->result : r;
+	probe_put(pr); /* a blocked probe ends when the caller unmounts and closes the fd */
+	mounter_stop(p, 0);
+	if (r == -ETIMEDOUT) {
+		snprintf(msg, len, "the mounter did not serve %s within %u s", target,
+			 timeout_ms / 1000);
+		return r;
+	}
+	r = classify(log_path, msg, len);
+	if (r == -EIO && !msg[0])
+		snprintf(msg, len, "the mounter exited during start-up (see %s)", log_path);
+	return r;
+}
+
+/* ---- stopping and adopting ---- */
+
+bool mounter_exited(struct mounter_proc *p)
+{
+	siginfo_t si = { 0 };
+
+	if (p->pid <= 0 || p->exited)
+		return true;
+	if (p->child)
+		p->exited = waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid;
+	else
+		p->exited = kill(p->pid, 0) < 0 || mounter_starttime(p->pid) != p->start;
+	return p->exited;
+}
+
+static void reap(struct mounter_proc *p, unsigned wait_ms)
+{
+	for (unsigned waited = 0; !mounter_exited(p) && waited < wait_ms; waited += 20) {
+		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+		poll(&pf, 1, 20);
+	}
+}
+
+void mounter_stop(struct mounter_proc *p, unsigned grace_ms)
+{
+	if (p->pid <= 0 || p->pidfd < 0)
+		return;
+	if (grace_ms) {
+		pidfd_send_signal(p->pidfd, SIGTERM, NULL, 0);
+		reap(p, grace_ms);
+	}
+	if (!mounter_exited(p)) {
+		pidfd_send_signal(p->pidfd, SIGKILL, NULL, 0);
+		reap(p, 10000);
+	}
+	close(p->pidfd);
+	p->pidfd = -1;
+	p->pid = 0;
+}
+
+int mounter_adopt(struct mounter_proc *p, int fd_in_mounter)
+{
+	int fd;
+
+	if (p->pid <= 0 || mounter_starttime(p->pid) != p->start)
+		return -ESRCH;
+	p->pidfd = pidfd_open(p->pid, 0);
+	if (p->pidfd < 0)
+		return -errno;
+	p->child = false;
+	fd = pidfd_getfd(p->pidfd, fd_in_mounter, 0);
+	if (fd < 0 || mounter_starttime(p->pid) != p->start) {
+		int e = fd < 0 ? errno : ESRCH;
+		if (fd >= 0)
+			close(fd);
+		close(p->pidfd);
+		p->pidfd = -1;
+		return -e;
+	}
+	return fd; /* pidfd_getfd sets O_CLOEXEC */
+}
