@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * proto/csi.proto against ../shared/csi-wire-vectors (CSI_VECTORS): every
+ * proto/csi.proto against the CSI wire vectors (a copy of
+ * ../shared/csi-wire-vectors in tests/unit/csi/vectors, CSI_VECTORS): every
  * request decodes to the values of its .json; every response built from
  * its .json values packs to exactly the .bin bytes.
  */
