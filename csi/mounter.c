@@ -42,11 +42,23 @@ static void add(struct argv_buf *a, const char *s)
 	a->argv[a->n] = NULL;
 }
 
-static void build_argv(struct argv_buf *a, const struct volctx *v, const char *socket)
+/* The restart-related flags, each only when this mounter understands it. */
+static void add_restart_flags(struct argv_buf *a, const struct mounter_args *ma)
+{
+	const struct mounter_features *f = mounter_features();
+
+	if (f->init_file && ma->init_file) { add(a, "--init-file"); add(a, ma->init_file); }
+	if (f->takeover && ma->takeover) add(a, "--takeover");
+	if (f->no_private_cache) add(a, "--no-private-cache");
+	if (f->status_fd) { add(a, "--status-fd"); add(a, "4"); }
+}
+
+static void build_argv(struct argv_buf *a, const struct volctx *v, const struct mounter_args *ma)
 {
 	add(a, "lith"); add(a, "mount"); add(a, "--foreground"); add(a, "--fuse-fd"); add(a, "3");
 	add(a, "--allow-other"); add(a, "--volume-id"); add(a, v->volume_id);
-	if (socket) { add(a, "--cache-socket"); add(a, socket); }
+	add_restart_flags(a, ma);
+	if (ma->cache_socket) { add(a, "--cache-socket"); add(a, ma->cache_socket); }
 	if (v->endpoint[0]) { add(a, "--endpoint"); add(a, v->endpoint); }
 	if (v->region[0]) { add(a, "--region"); add(a, v->region); }
 	if (v->path_style) add(a, "--path-style");
@@ -102,7 +114,8 @@ unsigned long long mounter_starttime(pid_t pid)
 	return st;
 }
 
-static int spawn(struct argv_buf *a, char **envp, int fuse_fd, const char *log_path, pid_t *pid)
+static int spawn(struct argv_buf *a, char **envp, int fuse_fd, int status_fd,
+		 const char *log_path, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -118,33 +131,47 @@ static int spawn(struct argv_buf *a, char **envp, int fuse_fd, const char *log_p
 	posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
 	posix_spawn_file_actions_adddup2(&fa, fuse_fd, MOUNTER_FUSE_FD);
+	if (status_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, status_fd, MOUNTER_STATUS_FD);
 	r = -posix_spawn(pid, "/proc/self/exe", &fa, &at, a->argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	return r;
 }
 
-int mounter_spawn(const struct volctx *v, int fuse_fd, const char *socket, const char *log_path,
+int mounter_spawn(const struct volctx *v, int fuse_fd, const struct mounter_args *ma,
 		  struct mounter_proc *ret)
 {
 	static char env[ENV_MAX][VOLCTX_SECRET_MAX + 32];
 	static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 	struct argv_buf *a = calloc(1, sizeof(*a));
+	int sp[2] = { -1, -1 };
 	char *envp[ENV_MAX];
 	pid_t pid = 0;
 	int r;
 
 	if (!a)
 		return -ENOMEM;
-	build_argv(a, v, socket);
+	if (mounter_features()->status_fd && pipe2(sp, O_CLOEXEC) < 0) {
+		free(a);
+		return -errno;
+	}
+	build_argv(a, v, ma);
 	pthread_mutex_lock(&env_lock);
 	build_env(env, envp, v);
-	r = spawn(a, envp, fuse_fd, log_path, &pid);
+	r = spawn(a, envp, fuse_fd, sp[1], ma->log_path, &pid);
 	explicit_bzero(env, sizeof(env));
 	pthread_mutex_unlock(&env_lock);
 	free(a);
-	if (r < 0)
+	if (sp[1] >= 0)
+		close(sp[1]);
+	if (r < 0) {
+		if (sp[0] >= 0)
+			close(sp[0]);
 		return r;
+	}
+	ret->status_fd = sp[0];
+	ret->exited = false;
 	ret->pid = pid;
 	ret->child = true;
 	ret->start = mounter_starttime(pid);
@@ -280,8 +307,43 @@ static int wait_either(struct mounter_proc *p, int efd, unsigned timeout_ms)
 	}
 }
 
-int mounter_wait_ready(struct mounter_proc *p, const char *target, const char *log_path,
-		       unsigned timeout_ms, char *msg, size_t len)
+/* Reads the `errno\tmessage\n` line; 1 with *err set, 0 on EOF. */
+static int status_line(int fd, int *err, char *msg, size_t len)
+{
+	char buf[1024], *tab, *nl;
+	size_t n = 0;
+	ssize_t k;
+
+	while (n < sizeof(buf) - 1 && (k = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0) {
+		n += (size_t)k;
+		if (memchr(buf, '\n', n))
+			break;
+	}
+	buf[n] = '\0';
+	if (!(nl = strchr(buf, '\n')))
+		return 0;
+	*nl = '\0';
+	*err = abs(atoi(buf));
+	tab = strchr(buf, '\t');
+	if (*err && tab)
+		snprintf(msg, len, "%s", tab + 1);
+	return 1;
+}
+
+/* Readiness through --status-fd: 0 ready, -errno (with msg) failed,
+ * 1 when the mounter closed the pipe without a line. */
+static int wait_status(struct mounter_proc *p, unsigned timeout_ms, char *msg, size_t len)
+{
+	int r = wait_either(p, p->status_fd, timeout_ms), err = 0;
+
+	if (r < 0)
+		return r;
+	if (status_line(p->status_fd, &err, msg, len) == 0)
+		return 1;
+	return -err;
+}
+
+static int wait_probe(struct mounter_proc *p, const char *target, unsigned timeout_ms)
 {
 	struct probe *pr;
 	int r = probe_start(target, &pr);
@@ -289,13 +351,29 @@ int mounter_wait_ready(struct mounter_proc *p, const char *target, const char *l
 	if (r < 0)
 		return r;
 	r = wait_either(p, pr->efd, timeout_ms);
-	if (r == 1 && pr->result == 0) {
-		probe_put(pr);
-		return 0;
-	}
-	r = r == 1 ? pr->result : r;
+	if (r == 1)
+		r = pr->result;
+	else if (r == 0)
+		r = 1;
 	probe_put(pr); /* a blocked probe ends when the caller unmounts and closes the fd */
+	return r;
+}
+
+int mounter_wait_ready(struct mounter_proc *p, const char *target, const char *log_path,
+		       unsigned timeout_ms, char *msg, size_t len)
+{
+	int r = p->status_fd >= 0 ? wait_status(p, timeout_ms, msg, len)
+				  : wait_probe(p, target, timeout_ms);
+
+	if (p->status_fd >= 0) {
+		close(p->status_fd);
+		p->status_fd = -1;
+	}
+	if (r == 0)
+		return 0;
 	mounter_stop(p, 0);
+	if (r < 0 && r != -ETIMEDOUT && msg[0])
+		return r;
 	if (r == -ETIMEDOUT) {
 		snprintf(msg, len, "the mounter did not serve %s within %u s", target,
 			 timeout_ms / 1000);
@@ -315,10 +393,16 @@ bool mounter_exited(struct mounter_proc *p)
 
 	if (p->pid <= 0 || p->exited)
 		return true;
-	if (p->child)
+	if (p->child && p->pidfd >= 0) {
 		p->exited = waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid;
-	else
+		p->wstatus = si.si_status;
+		p->wcode = si.si_code;
+	} else if (p->pidfd >= 0) {
+		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+		p->exited = poll(&pf, 1, 0) == 1;
+	} else {
 		p->exited = kill(p->pid, 0) < 0 || mounter_starttime(p->pid) != p->start;
+	}
 	return p->exited;
 }
 
@@ -345,6 +429,19 @@ void mounter_stop(struct mounter_proc *p, unsigned grace_ms)
 	close(p->pidfd);
 	p->pidfd = -1;
 	p->pid = 0;
+	if (p->status_fd >= 0)
+		close(p->status_fd);
+	p->status_fd = -1;
+}
+
+void mounter_describe_exit(const struct mounter_proc *p, char *buf, size_t len)
+{
+	if (!p->child)
+		snprintf(buf, len, "exited");
+	else if (p->wcode == CLD_EXITED)
+		snprintf(buf, len, "exited with status %d", p->wstatus);
+	else
+		snprintf(buf, len, "was killed by signal %d", p->wstatus);
 }
 
 int mounter_adopt(struct mounter_proc *p, int fd_in_mounter)
@@ -357,6 +454,8 @@ int mounter_adopt(struct mounter_proc *p, int fd_in_mounter)
 	if (p->pidfd < 0)
 		return -errno;
 	p->child = false;
+	p->status_fd = -1;
+	p->exited = false;
 	fd = pidfd_getfd(p->pidfd, fd_in_mounter, 0);
 	if (fd < 0 || mounter_starttime(p->pid) != p->start) {
 		int e = fd < 0 ? errno : ESRCH;
@@ -367,4 +466,92 @@ int mounter_adopt(struct mounter_proc *p, int fd_in_mounter)
 		return -e;
 	}
 	return fd; /* pidfd_getfd sets O_CLOEXEC */
+}
+
+/* ---- what this binary's mounter supports ---- */
+
+static struct mounter_features features;
+static pthread_once_t features_once = PTHREAD_ONCE_INIT;
+
+/* `lith mount --help` of /proc/self/exe into buf (NUL-terminated). */
+static void help_text(char *buf, size_t len)
+{
+	char *argv[] = { "lith", "mount", "--help", NULL }, *envp[] = { NULL };
+	posix_spawn_file_actions_t fa;
+	size_t n = 0;
+	ssize_t k;
+	int pp[2];
+	pid_t pid;
+
+	buf[0] = '\0';
+	if (pipe2(pp, O_CLOEXEC) < 0)
+		return;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, pp[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pp[1], 2);
+	if (posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp) != 0)
+		pid = -1;
+	posix_spawn_file_actions_destroy(&fa);
+	close(pp[1]);
+	while (pid > 0 && n < len - 1 && (k = read(pp[0], buf + n, len - 1 - n)) > 0)
+		n += (size_t)k;
+	buf[n] = '\0';
+	close(pp[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+static void features_probe(void)
+{
+	static char help[16384];
+
+	help_text(help, sizeof(help));
+	features.init_file = strstr(help, "--init-file") != NULL;
+	features.takeover = strstr(help, "--takeover") != NULL;
+	features.no_private_cache = strstr(help, "--no-private-cache") != NULL;
+	features.status_fd = strstr(help, "--status-fd") != NULL;
+}
+
+const struct mounter_features *mounter_features(void)
+{
+	pthread_once(&features_once, features_probe);
+	return &features;
+}
+
+/* ---- credentials of a running mounter ---- */
+
+static void take_secret(const char *kv, const char *name, char *dst, size_t len, int *found)
+{
+	size_t n = strlen(name);
+
+	if (!strncmp(kv, name, n) && kv[n] == '=' && strlen(kv + n + 1) < len) {
+		snprintf(dst, len, "%s", kv + n + 1);
+		*found = 1;
+	}
+}
+
+int mounter_read_secrets(pid_t pid, struct volctx *v)
+{
+	static const size_t max = 64 * 1024;
+	char path[64], *buf = malloc(max);
+	int fd, found = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	if (!buf || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		free(buf);
+		return 0;
+	}
+	n = read(fd, buf, max - 1);
+	close(fd);
+	for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(buf + i) + 1) {
+		buf[n] = '\0';
+		take_secret(buf + i, "AWS_ACCESS_KEY_ID", v->access_key, sizeof(v->access_key), &found);
+		take_secret(buf + i, "AWS_SECRET_ACCESS_KEY", v->secret_key, sizeof(v->secret_key), &found);
+		take_secret(buf + i, "AWS_SESSION_TOKEN", v->session_token, sizeof(v->session_token), &found);
+	}
+	explicit_bzero(buf, max);
+	free(buf);
+	return found;
 }

@@ -87,7 +87,7 @@ static void volume_stats(struct csi_plugin *p, const char *id, const char *path,
 	struct vlock *l = csi_volume_lock(p, id);
 	struct pub *pub = l ? csi_pub_find(p, path) : NULL;
 	struct statvfs sv = { 0 };
-	char why[256] = "";
+	char why[640] = "";
 	bool bad = false;
 
 	if (!l) {

@@ -9,8 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "csi/state.h"
 
 static const struct csi_method methods[] = {
 	{ "/csi.v1.Identity/GetPluginInfo", csi_identity_info },
@@ -32,15 +35,21 @@ const struct csi_method *csi_plugin_methods(size_t *n)
 int csi_plugin_new(const struct csi_config *cfg, struct csi_plugin **ret)
 {
 	struct csi_plugin *p = calloc(1, sizeof(*p));
+	int r;
 
 	if (!p)
 		return -ENOMEM;
 	p->cfg = *cfg;
 	pthread_mutex_init(&p->lock, NULL);
-	if (mkdir(cfg->state_dir, 0700) < 0 && errno != EEXIST) {
-		int e = errno;
-		free(p);
-		return -e;
+	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	r = p->wake_fd < 0 ? -errno : state_dir_init(cfg->state_dir);
+	if (r == 0) {
+		csi_supervise_adopt(p);
+		r = csi_supervise_start(p);
+	}
+	if (r < 0) {
+		csi_plugin_free(p);
+		return r;
 	}
 	*ret = p;
 	return 0;
@@ -50,15 +59,21 @@ void csi_plugin_free(struct csi_plugin *p)
 {
 	if (!p)
 		return;
+	csi_supervise_stop(p);
 	while (p->pubs) {
 		struct pub *pub = p->pubs;
 		p->pubs = pub->next;
 		if (pub->proc.pidfd >= 0)
 			close(pub->proc.pidfd);
-		close(pub->fd);
+		if (pub->proc.status_fd >= 0)
+			close(pub->proc.status_fd);
+		if (pub->fd >= 0)
+			close(pub->fd);
 		volctx_clear_secrets(&pub->v);
 		free(pub);
 	}
+	if (p->wake_fd >= 0)
+		close(p->wake_fd);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -114,9 +129,11 @@ struct pub *csi_pub_find(struct csi_plugin *p, const char *target)
 void csi_pub_add(struct csi_plugin *p, struct pub *pub)
 {
 	pthread_mutex_lock(&p->lock);
+	pub->gen = ++p->next_gen;
 	pub->next = p->pubs;
 	p->pubs = pub;
 	pthread_mutex_unlock(&p->lock);
+	csi_supervise_wake(p);
 }
 
 void csi_pub_remove(struct csi_plugin *p, struct pub *pub)
@@ -129,4 +146,34 @@ void csi_pub_remove(struct csi_plugin *p, struct pub *pub)
 	if (*pp)
 		*pp = pub->next;
 	pthread_mutex_unlock(&p->lock);
+	csi_supervise_wake(p);
+}
+
+void csi_pub_log_path(const struct csi_plugin *p, const char *target, char *buf, size_t len)
+{
+	state_path(p->cfg.state_dir, target, "mounter", "log", buf, len);
+}
+
+void csi_pub_init_path(const struct csi_plugin *p, const char *target, char *buf, size_t len)
+{
+	state_path(p->cfg.state_dir, target, "pub", "init", buf, len);
+}
+
+int csi_pub_save(struct csi_plugin *p, const struct pub *pub)
+{
+	struct state_rec *r = calloc(1, sizeof(*r));
+	int e;
+
+	if (!r)
+		return -ENOMEM;
+	r->v = pub->v;
+	r->created = pub->created;
+	r->pid = pub->proc.pid;
+	r->start = pub->proc.start;
+	r->fuse_fd = MOUNTER_FUSE_FD;
+	r->has_secrets = pub->v.access_key[0] || pub->v.session_token[0];
+	volctx_clear_secrets(&r->v);
+	e = state_save(p->cfg.state_dir, r);
+	free(r);
+	return e;
 }

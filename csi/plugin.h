@@ -32,13 +32,17 @@ struct csi_config {
 
 struct pub {
 	struct pub *next;
+	unsigned long long gen;       /* unique per pub (the supervisor's handle) */
 	struct volctx v;
-	int fd;                       /* our copy of the FUSE connection */
-	struct mounter_proc proc;
+	int fd;                       /* our copy of the FUSE connection; -1 once given up */
+	struct mounter_proc proc;     /* pid 0 / pidfd -1 while down */
 	bool created;                 /* we made the target directory */
+	bool secrets_known;           /* v holds the credentials (in memory only) */
 	bool unhealthy;
-	unsigned restarts;
-	char condition[256];
+	unsigned restarts;            /* consecutive restarts */
+	double up_since;              /* monotonic ms the current mounter started */
+	double retry_at;              /* monotonic ms of the next restart; 0: none */
+	char condition[640];
 };
 
 struct vlock {
@@ -56,6 +60,8 @@ struct csi_plugin {
 	pthread_t supervisor;
 	bool supervising;
 	bool stop;
+	int wake_fd;                  /* eventfd: the set of mounters changed */
+	unsigned long long next_gen;
 };
 
 int csi_plugin_new(const struct csi_config *cfg, struct csi_plugin **ret);
@@ -71,6 +77,21 @@ void csi_volume_unlock(struct csi_plugin *p, struct vlock *l);
 struct pub *csi_pub_find(struct csi_plugin *p, const char *target);
 void csi_pub_add(struct csi_plugin *p, struct pub *pub);
 void csi_pub_remove(struct csi_plugin *p, struct pub *pub);
+
+/* Paths of a target's files in the state dir (log, INIT). */
+void csi_pub_log_path(const struct csi_plugin *p, const char *target, char *buf, size_t len);
+void csi_pub_init_path(const struct csi_plugin *p, const char *target, char *buf, size_t len);
+/* Writes pub's durable record (caller holds the volume lock). */
+int csi_pub_save(struct csi_plugin *p, const struct pub *pub);
+
+/* supervise.c: adopts the mounters recorded in the state dir (at start),
+ * then watches every mounter and restarts the ones that die. */
+void csi_supervise_adopt(struct csi_plugin *p);
+int csi_supervise_start(struct csi_plugin *p);
+void csi_supervise_stop(struct csi_plugin *p);
+/* Tells the supervisor the set of mounters changed. */
+void csi_supervise_wake(struct csi_plugin *p);
+double csi_now_ms(void);
 
 /* Method handlers. */
 void csi_identity_info(void *ctx, const uint8_t *in, size_t len, struct csi_reply *out, char *vol);

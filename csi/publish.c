@@ -3,12 +3,14 @@
  * NodePublishVolume and NodeUnpublishVolume. Publish validates everything,
  * then (under the volume's lock): idempotency check, target directory,
  * FUSE mount with our own fd, the mounter on a dup of it, and OK only once
- * the target serves its root. A failure undoes every step: no mount, no
- * process, no entry. Unpublish unmounts (lazily if busy), stops the
- * mounter, closes our fd and removes the directory if we made it; absent
- * or unmounted targets are OK. Call threads.
+ * the target serves its root, then the durable record (state.c). A
+ * failure undoes every step: no mount, no process, no record, no INIT
+ * file. Unpublish unmounts (lazily if busy), stops the mounter, closes our
+ * fd, removes the record and the directory if we made it; absent or
+ * unmounted targets are OK. Call threads.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,21 +18,14 @@
 
 #include "csi/fusemount.h"
 #include "csi/plugin.h"
+#include "csi/state.h"
 
 #define READY_TIMEOUT_MS 120000u
 #define STOP_GRACE_MS 10000u
 
-static void log_path(const struct csi_plugin *p, const struct volctx *v, char *buf, size_t len)
+static void undo(struct csi_plugin *p, struct pub *pub)
 {
-	unsigned long long h = 1469598103934665603ull;
-
-	for (const char *s = v->target; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	snprintf(buf, len, "%s/mounter-%016llx.log", p->cfg.state_dir, h);
-}
-
-static void undo(struct pub *pub)
-{
+	state_remove(p->cfg.state_dir, pub->v.target);
 	mounter_stop(&pub->proc, 0);
 	if (pub->fd >= 0) {
 		fusemount_unmount(pub->v.target);
@@ -43,21 +38,37 @@ static void undo(struct pub *pub)
 
 static int start(struct csi_plugin *p, struct pub *pub, char *msg, size_t len)
 {
-	char logp[PATH_MAX];
+	char logp[PATH_MAX], initp[PATH_MAX];
+	struct mounter_args ma = { p->cfg.cache_socket, logp, initp, false };
 	int r = fusemount_prepare(pub->v.target, &pub->created, msg, len);
 
 	if (r == 0 && (r = fusemount_mount(pub->v.target, pub->v.bucket, pub->v.noexec, msg, len)) >= 0) {
 		pub->fd = r;
 		r = 0;
 	}
-	log_path(p, &pub->v, logp, sizeof(logp));
-	if (r == 0 && (r = mounter_spawn(&pub->v, pub->fd, p->cfg.cache_socket, logp, &pub->proc)) < 0)
+	csi_pub_log_path(p, pub->v.target, logp, sizeof(logp));
+	csi_pub_init_path(p, pub->v.target, initp, sizeof(initp));
+	unlink(initp);
+	if (r == 0 && (r = mounter_spawn(&pub->v, pub->fd, &ma, &pub->proc)) < 0)
 		snprintf(msg, len, "cannot start the mounter: %s", strerror(-r));
 	if (r == 0)
 		r = mounter_wait_ready(&pub->proc, pub->v.target, logp, READY_TIMEOUT_MS, msg, len);
+	if (r == 0 && (r = csi_pub_save(p, pub)) < 0)
+		snprintf(msg, len, "cannot write the state of the volume under %s: %s",
+			 p->cfg.state_dir, strerror(-r));
 	if (r < 0)
-		undo(pub);
+		undo(p, pub);
+	pub->up_since = csi_now_ms();
 	return r;
+}
+
+/* Same publish arguments. Credentials count only when we know them (a
+ * restarted lith csi whose mounter's environment could not be read). */
+static bool same_args(const struct pub *have, const struct volctx *want)
+{
+	if (have->secrets_known)
+		return volctx_same(&have->v, want);
+	return memcmp(&have->v, want, offsetof(struct volctx, access_key)) == 0;
 }
 
 /* Under the volume lock: already there, in conflict, or start it. */
@@ -67,7 +78,7 @@ static void publish_locked(struct csi_plugin *p, struct pub *pub, struct csi_rep
 	int r;
 
 	if (have) {
-		if (!volctx_same(&have->v, &pub->v))
+		if (!same_args(have, &pub->v))
 			csi_reply_fail(out, -EEXIST, "target_path %s is already published with other "
 				       "arguments (volume %s)", pub->v.target, have->v.volume_id);
 		free(pub);
@@ -89,6 +100,7 @@ static void publish_locked(struct csi_plugin *p, struct pub *pub, struct csi_rep
 		free(pub);
 		return;
 	}
+	pub->secrets_known = true;
 	csi_pub_add(p, pub);
 }
 
@@ -105,6 +117,7 @@ void csi_node_publish(void *ctx, const uint8_t *in, size_t len, struct csi_reply
 	}
 	snprintf(vol, CSI_VOLUME_LOG_MAX, "%s", req->volume_id);
 	pub->fd = -1;
+	pub->proc.pidfd = pub->proc.status_fd = -1;
 	if (volctx_parse(req, &pub->v, out->msg, sizeof(out->msg)) < 0) {
 		out->code = csi_status_of(-EINVAL);
 		goto end;
@@ -140,10 +153,12 @@ static int unpublish_locked(struct csi_plugin *p, const char *target, char *msg,
 	if (!pub)
 		return 0;
 	mounter_stop(&pub->proc, STOP_GRACE_MS);
-	close(pub->fd);
+	if (pub->fd >= 0)
+		close(pub->fd);
 	if (pub->created)
 		rmdir(target);
 	csi_pub_remove(p, pub);
+	state_remove(p->cfg.state_dir, target);
 	volctx_clear_secrets(&pub->v);
 	free(pub);
 	return 0;

@@ -139,9 +139,10 @@ static void conn_free(struct lconn *c)
 	free(c);
 }
 
-/* Connects and registers; the registration's index fd goes to *ret_fd. */
-static int conn_open(struct cachelink *l, struct lconn **ret, int *ret_fd, char *msg,
-		     size_t msglen)
+/* Connects and registers; the registration's index fd goes to *ret_fd.
+ * *connected (may be NULL) tells whether a daemon answered at all. */
+static int conn_open(struct cachelink *l, struct lconn **ret, int *ret_fd, bool *connected,
+		     char *msg, size_t msglen)
 {
 	struct cache_view_info vi;
 	struct lconn *c = calloc(1, sizeof(*c));
@@ -151,6 +152,8 @@ static int conn_open(struct cachelink *l, struct lconn **ret, int *ret_fd, char 
 		snprintf(msg, msglen, "the private cache daemon did not start");
 	if (r == 0 && (r = cache_client_connect(l->socket, l->name, &c->c)) < 0)
 		snprintf(msg, msglen, "cannot connect to %s", l->socket);
+	if (connected)
+		*connected = r == 0;
 	if (r == 0)
 		r = cache_client_register(c->c, &l->spec, &vi, msg, msglen);
 	if (r < 0) {
@@ -218,7 +221,7 @@ static void emit(struct cachelink *l, enum cachelink_event ev, int err, const ch
 static int reconnect(struct cachelink *l, struct lconn **ret, char *msg, size_t msglen)
 {
 	struct lconn *c;
-	int fd, r = conn_open(l, &c, &fd, msg, msglen);
+	int fd, r = conn_open(l, &c, &fd, NULL, msg, msglen);
 
 	if (r < 0)
 		return r;
@@ -331,17 +334,19 @@ static int link_init(struct cachelink *l, const struct cachelink_config *cfg)
 	return spec_copy(cfg->spec, &l->spec);
 }
 
-int cachelink_open(const struct cachelink_config *cfg, struct cachelink **ret, char *msg,
-		   size_t msglen)
+int cachelink_open(const struct cachelink_config *cfg, struct cachelink **ret,
+		   bool *ret_connected, char *msg, size_t msglen)
 {
 	struct cachelink *l = calloc(1, sizeof(*l));
 	int r;
 
+	if (ret_connected)
+		*ret_connected = false;
 	if (!l)
 		return -ENOMEM;
 	r = link_init(l, cfg);
 	if (r == 0)
-		r = conn_open(l, &l->cur, &l->index_fd, msg, msglen);
+		r = conn_open(l, &l->cur, &l->index_fd, ret_connected, msg, msglen);
 	if (r < 0) {
 		cachelink_free(l);
 		return r;

@@ -22,6 +22,7 @@
 #ifndef LITH_MOUNTER_CACHELINK_H
 #define LITH_MOUNTER_CACHELINK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -51,9 +52,12 @@ struct cachelink_stats {
 struct cachelink;
 
 /* Connects and registers the view (may take as long as an index build).
- * -errno with the daemon's message in msg. */
-int cachelink_open(const struct cachelink_config *cfg, struct cachelink **ret, char *msg,
-		   size_t msglen);
+ * -errno with the daemon's message in msg. *ret_connected (may be NULL)
+ * tells a daemon that answered and refused the view (a missing bucket,
+ * rejected credentials, an unreachable endpoint: true) from no daemon on
+ * the socket (false). */
+int cachelink_open(const struct cachelink_config *cfg, struct cachelink **ret,
+		   bool *ret_connected, char *msg, size_t msglen);
 /* The index the first registration returned (owned by the link, read-only). */
 int cachelink_index_fd(const struct cachelink *l);
 uint32_t cachelink_block_size(const struct cachelink *l);

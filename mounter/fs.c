@@ -2,7 +2,8 @@
 /*
  * The filesystem object and its dispatch table (see fs.h): which libfuse
  * operation goes to which fs_*.c function, and the INIT negotiation.
- * INIT runs once on a worker thread; everything else in fs_*.c.
+ * INIT runs once, on a worker thread (or the main thread when the session
+ * answers or replays it itself, session.h); everything else in fs_*.c.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -13,6 +13,8 @@
 
 #include "mounter/fs.h"
 
+#define FS_HANDLE_BUCKETS 1024u
+
 struct lithfs {
 	struct lithfs_config cfg;
 	const struct index *idx;
@@ -22,13 +24,18 @@ struct lithfs {
 	pthread_cond_t init_cond;
 	bool init_done;
 	pthread_mutex_t handles_lock;
-	struct lithfs_handle *handles; /* open files: freed by release, or at free */
+	/* open files by fh: freed by release, or at free */
+	struct lithfs_handle *handles[FS_HANDLE_BUCKETS];
 	_Atomic uint64_t opens, reads, read_bytes, read_errors, stalls, prefetches;
 };
 
-/* An open file: fuse_file_info.fh points to it. */
+/* An open file, found by (fh, ino). fh is the handle's address when this
+ * process opened it, or the value an earlier server of the connection gave
+ * the kernel (adopted on first use after a takeover: everything in a handle
+ * follows from its inode). fh is never dereferenced. */
 struct lithfs_handle {
 	struct lithfs_handle *prev, *next;
+	uint64_t fh;
 	uint64_t ino;
 	uint64_t size;
 	pthread_mutex_t lock;    /* ra */

@@ -5,8 +5,11 @@
  * a prefetch, sends the prefetch first (the daemon handles a connection's
  * requests in order, so the read then joins those fills), reads through
  * the cache link into a per-thread buffer and reports slow reads back to
- * the readahead window. Runs on any worker thread; a handle's readahead
- * state is under its own mutex, held only while planning.
+ * the readahead window. Handles are kept by (fh, ino), so a read on a
+ * handle an earlier server of the connection opened (a takeover) gets one
+ * made from its inode. Runs on any worker thread; a handle's readahead
+ * state is under its own mutex, held only while planning; the handle table
+ * under handles_lock.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,14 +74,31 @@ static int read_errno(long r)
 	}
 }
 
+static struct lithfs_handle **bucket(struct lithfs *fs, uint64_t fh)
+{
+	return &fs->handles[(fh >> 4 ^ fh >> 20) % FS_HANDLE_BUCKETS];
+}
+
+/* Under handles_lock. */
+static struct lithfs_handle *handle_find(struct lithfs *fs, uint64_t fh, uint64_t ino)
+{
+	struct lithfs_handle *h = *bucket(fs, fh);
+
+	while (h && (h->fh != fh || h->ino != ino))
+		h = h->next;
+	return h;
+}
+
+/* Under handles_lock. */
 static void handle_link(struct lithfs *fs, struct lithfs_handle *h)
 {
-	pthread_mutex_lock(&fs->handles_lock);
-	h->next = fs->handles;
+	struct lithfs_handle **b = bucket(fs, h->fh);
+
+	h->prev = NULL;
+	h->next = *b;
 	if (h->next)
 		h->next->prev = h;
-	fs->handles = h;
-	pthread_mutex_unlock(&fs->handles_lock);
+	*b = h;
 }
 
 static void handle_free(struct lithfs *fs, struct lithfs_handle *h)
@@ -87,7 +107,7 @@ static void handle_free(struct lithfs *fs, struct lithfs_handle *h)
 	if (h->prev)
 		h->prev->next = h->next;
 	else
-		fs->handles = h->next;
+		*bucket(fs, h->fh) = h->next;
 	if (h->next)
 		h->next->prev = h->prev;
 	pthread_mutex_unlock(&fs->handles_lock);
@@ -97,38 +117,83 @@ static void handle_free(struct lithfs *fs, struct lithfs_handle *h)
 
 void fs_free_handles(struct lithfs *fs)
 {
-	while (fs->handles)
-		handle_free(fs, fs->handles);
+	for (unsigned i = 0; i < FS_HANDLE_BUCKETS; i++)
+		while (fs->handles[i])
+			handle_free(fs, fs->handles[i]);
+}
+
+/* A new handle for a regular file; -errno (ENOENT, EISDIR, ENOMEM). */
+static int handle_new(struct lithfs *fs, uint64_t ino, struct lithfs_handle **ret)
+{
+	struct lithfs_handle *h;
+	struct index_attr a;
+	int r = index_getattr(fs->idx, ino, &a);
+
+	if (r == 0 && a.is_dir)
+		r = -EISDIR;
+	if (r < 0)
+		return r == -ENOENT || r == -EISDIR ? r : -EIO;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->ino = ino;
+	h->size = a.size;
+	h->fh = (uintptr_t)h;
+	pthread_mutex_init(&h->lock, NULL);
+	ra_init(&h->ra, &fs->cfg.ra);
+	*ret = h;
+	return 0;
+}
+
+/* The handle of (fh, ino); one an earlier server opened is adopted. */
+static int handle_get(struct lithfs *fs, uint64_t fh, uint64_t ino, struct lithfs_handle **ret)
+{
+	struct lithfs_handle *h, *mine;
+	int r;
+
+	pthread_mutex_lock(&fs->handles_lock);
+	h = handle_find(fs, fh, ino);
+	pthread_mutex_unlock(&fs->handles_lock);
+	if (h || (r = handle_new(fs, ino, &mine)) < 0) {
+		*ret = h;
+		return h ? 0 : r;
+	}
+	mine->fh = fh;
+	pthread_mutex_lock(&fs->handles_lock);
+	h = handle_find(fs, fh, ino); /* another reader adopted it meanwhile? */
+	if (!h)
+		handle_link(fs, h = mine);
+	pthread_mutex_unlock(&fs->handles_lock);
+	if (h != mine) {
+		pthread_mutex_destroy(&mine->lock);
+		free(mine);
+	}
+	*ret = h;
+	return 0;
 }
 
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct lithfs *fs = fs_of(req);
 	struct lithfs_handle *h;
-	struct index_attr a;
 	int r;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	r = index_getattr(fs->idx, ino, &a);
-	if (r == 0 && a.is_dir)
-		r = -EISDIR;
-	h = r == 0 ? calloc(1, sizeof(*h)) : NULL;
-	if (!h) {
-		fuse_reply_err(req, r == -ENOENT || r == -EISDIR ? -r : r < 0 ? EIO : ENOMEM);
+	r = handle_new(fs, ino, &h);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
 		return;
 	}
-	h->ino = ino;
-	h->size = a.size;
-	pthread_mutex_init(&h->lock, NULL);
-	ra_init(&h->ra, &fs->cfg.ra);
-	fi->fh = (uintptr_t)h;
+	fi->fh = h->fh;
 	fi->keep_cache = 1;
 	fi->noflush = 1;
 	fs->opens++;
+	pthread_mutex_lock(&fs->handles_lock);
 	handle_link(fs, h);
+	pthread_mutex_unlock(&fs->handles_lock);
 	if (fuse_reply_open(req, fi) != 0) /* interrupted: no release will come */
 		handle_free(fs, h);
 }
@@ -157,13 +222,17 @@ static void note_time(struct lithfs *fs, struct lithfs_handle *h, uint64_t off, 
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct lithfs *fs = fs_of(req);
-	struct lithfs_handle *h = (struct lithfs_handle *)(uintptr_t)fi->fh;
+	struct lithfs_handle *h;
 	struct ra_plan p;
 	uint64_t t0;
 	ssize_t n;
 	char *buf;
+	int r = handle_get(fs, fi->fh, ino, &h);
 
-	(void)ino;
+	if (r < 0) {
+		fuse_reply_err(req, r == -ENOENT ? ESTALE : -r);
+		return;
+	}
 	if (off < 0 || (uint64_t)off >= h->size || size == 0) {
 		fuse_reply_buf(req, NULL, 0);
 		return;
@@ -192,11 +261,14 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct lithfs_handle *h = (struct lithfs_handle *)(uintptr_t)fi->fh;
+	struct lithfs *fs = fs_of(req);
+	struct lithfs_handle *h;
 
-	(void)ino;
-	if (h)
-		handle_free(fs_of(req), h);
+	pthread_mutex_lock(&fs->handles_lock);
+	h = handle_find(fs, fi->fh, ino);
+	pthread_mutex_unlock(&fs->handles_lock);
+	if (h) /* none: opened by an earlier server and never read here */
+		handle_free(fs, h);
 	fuse_reply_err(req, 0);
 }
 

@@ -24,6 +24,7 @@
 #include "mounter/mountreg.h"
 #include "mounter/privd.h"
 #include "mounter/session.h"
+#include "mounter/statusfd.h"
 
 #define FUSE_SUPER_MAGIC 0x65735546
 #define INIT_SLICE_MS 200u
@@ -71,7 +72,7 @@ static void on_link_event(void *ctx, enum cachelink_event ev, int err, const cha
 			 where(m), -err, msg ? msg : "");
 }
 
-static int open_link(struct lmount *m)
+static int open_link(struct lmount *m, bool *connected)
 {
 	struct cachelink_config lc = {
 		.socket = m->socket, .client_name = "lith mount", .spec = &m->cfg->spec,
@@ -79,7 +80,7 @@ static int open_link(struct lmount *m)
 		.event_ctx = m,
 	};
 	char msg[256] = "";
-	int r = cachelink_open(&lc, &m->link, msg, sizeof(msg));
+	int r = cachelink_open(&lc, &m->link, connected, msg, sizeof(msg));
 
 	if (r < 0)
 		snprintf(m->msg, sizeof(m->msg), "cache daemon at %s: %s [%s]", m->socket,
@@ -125,18 +126,26 @@ static int start_private(struct lmount *m)
 	}
 	log_info("started a private cache daemon", "pid=%d cache_dir=\"%s\" cache_size=%llu",
 		 (int)privd_pid(m->privd), m->cache_dir, (unsigned long long)m->cfg->cache_size);
-	return open_link(m);
+	return open_link(m, NULL);
 }
 
+/* A private daemon stands in only when nobody listens on the socket: a
+ * daemon that answered and refused the view reported a real error. */
 static int connect_daemon(struct lmount *m)
 {
+	bool connected = false;
 	int r;
 
 	if (!m->cfg->private_daemon) {
 		snprintf(m->socket, sizeof(m->socket), "%s", m->cfg->cache_socket);
-		r = open_link(m);
-		if (r != -ENOENT && r != -ECONNREFUSED)
+		r = open_link(m, &connected);
+		if (r == 0 || connected || (r != -ENOENT && r != -ECONNREFUSED))
 			return r;
+		if (m->cfg->no_private_daemon) {
+			snprintf(m->msg, sizeof(m->msg), "no cache daemon at %s (--no-private-cache) "
+				 "[%s]", m->socket, strerror(-r));
+			return r;
+		}
 		log_info("no cache daemon; starting a private one", "socket=%s", m->socket);
 	}
 	return start_private(m);
@@ -158,6 +167,24 @@ static int open_fs(struct lmount *m)
 	return r;
 }
 
+/* The connection's earlier server died or handed over: enter its
+ * initialised state, then have the kernel re-send what it had read. */
+static int take_over(struct lmount *m)
+{
+	int r = session_replay_init(m->sess, m->cfg->init_file, m->msg, sizeof(m->msg));
+
+	if (r < 0)
+		return r;
+	r = session_resend(m->sess);
+	if (r < 0)
+		log_warn("the kernel did not re-send pending requests (needs Linux 6.9+); "
+			 "readers of the earlier server may hang", "err=%d", -r);
+	else
+		log_info("took over a live FUSE connection", "source=\"%s\" mountpoint=\"%s\"",
+			 m->cfg->source, where(m));
+	return 0;
+}
+
 static int mount_fs(struct lmount *m)
 {
 	const struct lmount_config *c = m->cfg;
@@ -173,7 +200,13 @@ static int mount_fs(struct lmount *m)
 	r = session_new(&sc, lithfs_ops(), m->fs, &m->sess, m->msg, sizeof(m->msg));
 	if (r == 0 && c->fuse_fd < 0 && mountreg_add(c->mountpoint) == 0)
 		m->registered = true;
-	return r;
+	if (r < 0 || c->fuse_fd < 0)
+		return r;
+	if (c->takeover)
+		return take_over(m);
+	if (c->init_file) /* answers INIT here, after saving it */
+		return session_capture_init(m->sess, c->init_file, m->msg, sizeof(m->msg));
+	return 0;
 }
 
 /* ---- readiness ---- */
@@ -243,6 +276,7 @@ static void report(struct lmount *m, int err)
 	if (atomic_exchange(&m->reported, true))
 		return;
 	detach_done(&m->det, err, err ? m->msg : NULL, m->log_path[0] ? m->log_path : NULL);
+	statusfd_write(m->cfg->status_fd, err, err ? m->msg : NULL);
 }
 
 static void *ready_main(void *arg)
@@ -291,6 +325,8 @@ static void teardown(struct lmount *m)
 	pthread_mutex_lock(&m->stop_lock);
 	m->stopping = true;
 	pthread_mutex_unlock(&m->stop_lock);
+	if (m->sess && m->cfg->fuse_fd >= 0)
+		session_resend(m->sess); /* for a successor: what the loop read and dropped */
 	session_free(m->sess);
 	if (m->ready_started)
 		pthread_join(m->ready, NULL);

@@ -2,14 +2,21 @@
 /*
  * One mount from start to end: the process `lith mount` becomes.
  *   1. detach (fork; the parent waits for the verdict) unless foreground;
- *   2. connect to the node's `lith cached`; when none answers, start a
- *      private one (privd.h) with its own cache dir and socket;
+ *   2. connect to the node's `lith cached`; only when nothing listens on
+ *      its socket (unless no_private_daemon), start a private one
+ *      (privd.h) with its own cache dir and socket; a daemon that refuses
+ *      the view (missing bucket, bad credentials, endpoint down) is an error;
  *   3. register the view, map the index it returns;
- *   4. mount (a path, or serve a connection passed as an fd), answer INIT,
+ *   4. mount (a path, or serve a connection passed as an fd), answer INIT
+ *      (with init_file: saved first; with takeover: the saved one is
+ *      replayed and the kernel re-sends what the dead server had read),
  *      check the root answers (stat of the mountpoint), raise the kernel
- *      readahead to the FUSE read size, then report success;
+ *      readahead to the FUSE read size, then report success (and on
+ *      status_fd);
  *   5. serve until unmounted or SIGTERM/SIGINT/SIGHUP; unmount (path
- *      mounts), release the view, stop the private daemon, exit.
+ *      mounts) or, in fd mode, have the kernel re-queue what the loop read
+ *      but dropped (FUSE_NOTIFY_RESEND, for a successor), release the
+ *      view, stop the private daemon, exit.
  * If the cache daemon goes away the mount stays: reads wait up to
  * daemon_wait_ms for it to come back (a private daemon is restarted), then
  * fail with EIO.
@@ -39,6 +46,13 @@ struct lmount_config {
 				     * default, removed when the mount ends) */
 	uint64_t cache_size;        /* private daemon's cache size */
 	bool private_daemon;        /* always start a private daemon */
+	bool no_private_daemon;     /* never: no daemon on the socket is an error */
+	const char *init_file;      /* fd mode: the connection's FUSE_INIT is kept
+				     * here (saved on a normal start, replayed
+				     * with takeover) */
+	bool takeover;              /* fd mode: the connection is initialised
+				     * already; replay init_file, RESEND */
+	int status_fd;              /* >= 0: "ERRNO\tMESSAGE\n" then closed */
 	bool foreground, allow_other, debug;
 	unsigned daemon_wait_ms;    /* reads wait this long for a lost daemon */
 	unsigned max_threads;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fetch/base/strbuf.h"
+#include "mounter/fuseinit.h"
 
 #define DEFAULT_MAX_THREADS 64u
 #define DEFAULT_IDLE_THREADS 16u
@@ -115,6 +116,67 @@ int session_new(const struct session_config *cfg, const struct fuse_lowlevel_ops
 	*ret = s;
 	return 0;
 }
+
+/* ---- taking over (fuseinit.h) ---- */
+
+/* The first request into buf (*n bytes); -EINTR when told to exit while
+ * waiting. */
+static int receive_first(struct session *s, struct fuse_buf *buf, size_t *n)
+{
+	int r;
+
+	do
+		r = fuse_session_receive_buf(s->se, buf);
+	while (r == -EINTR && !fuse_session_exited(s->se));
+	if (r < 0)
+		return r;
+	if (r == 0 || fuse_session_exited(s->se))
+		return -EINTR;
+	*n = (size_t)r;
+	return 0;
+}
+
+int session_capture_init(struct session *s, const char *path, char *msg, size_t msglen)
+{
+	struct fuse_buf buf = { .mem = NULL };
+	size_t n = 0;
+	int r = receive_first(s, &buf, &n);
+
+	if (r < 0)
+		snprintf(msg, msglen, "no INIT from the kernel: %s", strerror(-r));
+	if (r == 0 && (r = fuseinit_check(buf.mem, n)) == -EPROTO) {
+		fuseinit_resend(fuse_session_fd(s->se)); /* give the request back */
+		snprintf(msg, msglen, "the connection is already initialised (use --takeover)");
+	} else if (r < 0 && n) {
+		snprintf(msg, msglen, "malformed INIT request (%zu bytes)", n);
+	}
+	if (r == 0 && (r = fuseinit_save(path, buf.mem, n)) < 0)
+		snprintf(msg, msglen, "cannot save the INIT request to %s: %s", path,
+			 strerror(-r));
+	if (r == 0)
+		fuse_session_process_buf(s->se, &buf);
+	free(buf.mem);
+	return r;
+}
+
+int session_replay_init(struct session *s, const char *path, char *msg, size_t msglen)
+{
+	char req[FUSEINIT_MAX];
+	struct fuse_buf buf = { .mem = req };
+	int r = fuseinit_load(path, req, sizeof(req), &buf.size);
+
+	if (r < 0) {
+		snprintf(msg, msglen, "cannot use the saved INIT request %s: %s", path,
+			 strerror(-r));
+		return r;
+	}
+	/* the reply goes to the kernel, which refuses it (ENOENT): harmless */
+	fuseinit_set_unique(req, FUSEINIT_REPLAY_UNIQUE);
+	fuse_session_process_buf(s->se, &buf);
+	return 0;
+}
+
+int session_resend(struct session *s) { return fuseinit_resend(fuse_session_fd(s->se)); }
 
 int session_run(struct session *s)
 {

@@ -12,6 +12,13 @@
  * unmounted. A connection passed as an fd belongs to whoever mounted it:
  * it is never unmounted here.
  *
+ * Connections passed as an fd can outlive their server (DESIGN.md, and
+ * fuseinit.h): session_capture_init answers the kernel's INIT itself and
+ * keeps the request in a file; session_replay_init enters the initialised
+ * state of a connection whose INIT an earlier server answered;
+ * session_resend has the kernel queue again what an earlier server read but
+ * never answered. Both run before session_run, on the main thread.
+ *
  * Threads: session_new/run/free on the main thread; session_exit from any.
  */
 #ifndef LITH_MOUNTER_SESSION_H
@@ -39,6 +46,16 @@ struct session;
  * failure. */
 int session_new(const struct session_config *cfg, const struct fuse_lowlevel_ops *ops,
 		void *userdata, struct session **ret, char *msg, size_t msglen);
+/* Fd mode: reads the first request (blocking until the kernel sends it),
+ * which must be FUSE_INIT, saves it to path (fuseinit_save), then answers
+ * it (the init callback runs on this thread). -EPROTO when the connection
+ * was already initialised (the request read is queued again). */
+int session_capture_init(struct session *s, const char *path, char *msg, size_t msglen);
+/* Fd mode, connection already initialised: replays the INIT saved at path
+ * into the session; nothing is read from the connection. */
+int session_replay_init(struct session *s, const char *path, char *msg, size_t msglen);
+/* Fd mode: FUSE_NOTIFY_RESEND (fuseinit_resend). */
+int session_resend(struct session *s);
 /* Serves requests until unmounted or told to exit; 0 or -errno. */
 int session_run(struct session *s);
 void session_exit(struct session *s);

@@ -26,6 +26,7 @@ import random
 import signal
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -583,3 +584,188 @@ def test_serves_a_connection_passed_as_fd(rgw, bucket, node_cached, tmp_path):
             proc.wait()
         if mounted(mp):
             libc.umount2(str(mp).encode(), 2)
+
+
+# ---- taking over a live connection; what the caller is told (lith csi) -------
+
+def fuse_mount(mp, bucket):
+    """mount(2) a FUSE connection on mp with our own /dev/fuse fd (as lith
+    csi does); returns the fd, which keeps the connection alive."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open("/dev/fuse", os.O_RDWR)
+    opts = f"fd={fd},rootmode=40000,user_id=0,group_id=0,default_permissions,max_read={MIB}"
+    if libc.mount(f"lith:{bucket}".encode(), str(mp).encode(), b"fuse.lith",
+                  MS_NOSUID | MS_NODEV, opts.encode()) != 0:
+        os.close(fd)
+        pytest.fail(f"mount(2): {os.strerror(ctypes.get_errno())}")
+    return fd
+
+
+def fuse_umount(mp, flags=0):
+    ctypes.CDLL(None, use_errno=True).umount2(str(mp).encode(), flags)
+
+
+def read_status(r, timeout=120):
+    """The mounter's --status-fd line, split into (errno, message)."""
+    import select
+    data, deadline = b"", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([r], [], [], 1)
+        if ready:
+            chunk = os.read(r, 4096)
+            if not chunk:
+                break
+            data += chunk
+    os.close(r)
+    assert data.endswith(b"\n") and data.count(b"\n") == 1, data
+    code, msg = data.decode().rstrip("\n").split("\t", 1)
+    return int(code), msg
+
+
+def start_fd_mounter(rgw, fd, src, mp, log, *extra, endpoint=None):
+    """`lith mount --fuse-fd` in the foreground; returns (proc, status)."""
+    r, w = os.pipe()
+    proc = subprocess.Popen(
+        [lithcli.lith_bin(), "mount", "--fuse-fd", str(fd), "--status-fd", str(w),
+         "--foreground", "--endpoint", endpoint or rgw.endpoint, *extra, src] + ([str(mp)] if mp else []),
+        pass_fds=(fd, w), env=lithcli.bed_env(rgw), stdout=log, stderr=log,
+        stdin=subprocess.DEVNULL)
+    os.close(w)
+    return proc, read_status(r)
+
+
+READER = r"""
+import hashlib, sys, time
+h, n = hashlib.sha256(), 0
+with open(sys.argv[1], "rb", buffering=0) as f:
+    while True:
+        b = f.read(1 << 20)
+        if not b:
+            break
+        h.update(b)
+        n += len(b)
+        if n % (4 << 20) == 0:
+            print(n, flush=True)
+print("done", n, h.hexdigest(), flush=True)
+"""
+
+
+def test_takeover_of_a_live_connection_mid_read(rgw, bucket, node_cached, proxy, tmp_path):
+    data = os.urandom(200 * MIB + 12345)
+    rgw.put_multipart(bucket, "big", data, part_size=16 * MIB)
+    # a slow S3 (~3 s for the file): each kill finds reads the mounter holds
+    px = proxy(ttfb_ms=50, rtt_ms=1, total_rate=60e6)
+    mp, init, logp = tmp_path / "mnt", tmp_path / "init", tmp_path / "mounter.log"
+    mp.mkdir()
+    fd = fuse_mount(mp, bucket)
+    log = open(logp, "ab")
+    common = ["--cache-socket", node_cached.socket, "--init-file", str(init)]
+    procs, reader = [], None
+    try:
+        proc, st = start_fd_mounter(rgw, fd, f"s3://{bucket}", mp, log, *common,
+                                    endpoint=px.endpoint)
+        procs.append(proc)
+        assert st == (0, "ok")
+        assert os.stat(init).st_mode & 0o777 == 0o600
+        assert 104 <= os.path.getsize(init) <= 4096       # fuse_in_header + fuse_init_in
+        stuck = []                                        # (reader state, where it waits)
+        reader = subprocess.Popen(["/usr/bin/python3", "-c", READER, str(mp / "big")],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # SIGKILL, then a graceful handoff (SIGTERM: the loop drops what it
+        # read while exiting), then SIGKILL again
+        for kill_at, sig in ((30 * MIB, signal.SIGKILL), (90 * MIB, signal.SIGTERM),
+                             (150 * MIB, signal.SIGKILL)):
+            while True:
+                line = reader.stdout.readline()
+                assert line and not line.startswith("done"), (line, reader.stderr.read())
+                if int(line) >= kill_at:
+                    break
+            procs[-1].send_signal(sig)
+            procs[-1].wait(30)
+            time.sleep(0.5)
+            assert reader.poll() is None                  # blocked, not failed
+            with open(f"/proc/{reader.pid}/stat") as f, open(f"/proc/{reader.pid}/wchan") as w:
+                stuck.append((f.read().rsplit(")", 1)[1].split()[0], w.read()))
+            proc, st = start_fd_mounter(rgw, fd, f"s3://{bucket}", mp, log, *common,
+                                        "--takeover", endpoint=px.endpoint)
+            procs.append(proc)
+            assert st == (0, "ok"), open(logp, errors="replace").read()[-3000:]
+        out, err = reader.communicate(timeout=300)
+        assert reader.returncode == 0, err
+        assert out.splitlines()[-1] == f"done {len(data)} {sha(data)}"
+        # the kills hit the reader waiting on the dead server, not between reads
+        assert any(state == "D" for state, _ in stuck), stuck
+        assert read(mp / "big")[:MIB] == data[:MIB]
+        fuse_umount(mp)
+        procs[-1].wait(30)
+        assert procs[-1].returncode == 0
+    finally:
+        for p in procs + ([reader] if reader else []):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if mounted(mp):
+            fuse_umount(mp, 2)
+        os.close(fd)
+        log.close()
+
+
+def test_takeover_needs_an_initialised_connection_and_a_saved_init(rgw, bucket, node_cached,
+                                                                   tmp_path):
+    mp = tmp_path / "mnt"
+    mp.mkdir()
+    fd = fuse_mount(mp, bucket)
+    try:
+        with open(tmp_path / "log", "ab") as log:
+            proc, st = start_fd_mounter(rgw, fd, f"s3://{bucket}", None, log,
+                                        "--cache-socket", node_cached.socket, "--takeover",
+                                        "--init-file", str(tmp_path / "missing"))
+        assert st[0] == errno.ENOENT and "saved INIT" in st[1]
+        assert proc.wait(30) == 1
+    finally:
+        fuse_umount(mp, 2)
+        os.close(fd)
+
+
+def test_registration_error_is_no_reason_for_a_private_daemon(rgw, node_cached, tmp_path):
+    mp, pcache = tmp_path / "mnt", tmp_path / "pcache"
+    mp.mkdir()
+    fd = fuse_mount(mp, "lith-no-such-bucket-t")
+    try:
+        with open(tmp_path / "log", "ab") as log:
+            proc, st = start_fd_mounter(rgw, fd, "s3://lith-no-such-bucket-t", mp, log,
+                                        "--cache-socket", node_cached.socket,
+                                        "--cache-dir", str(pcache))
+        assert st[0] == errno.ENOENT and "NoSuchBucket" in st[1], st
+        assert proc.wait(30) == 1
+        assert not pcache.exists()                       # no private daemon was started
+        assert "private" not in open(tmp_path / "log", errors="replace").read()
+    finally:
+        fuse_umount(mp, 2)
+        os.close(fd)
+    # the same for a path mount
+    m = Mount(rgw, "lith-no-such-bucket-t", tmp_path / "mnt2", socket=node_cached.socket,
+              cache_dir=tmp_path / "pcache2")
+    try:
+        res = m.mount(check=False)
+        assert res.rc == 1 and "NoSuchBucket" in res.err
+        assert not (tmp_path / "pcache2").exists()
+    finally:
+        m.cleanup()
+
+
+def test_no_private_cache_and_no_daemon_is_an_error(rgw, bucket, tmp_path):
+    mp, pcache = tmp_path / "mnt", tmp_path / "pcache"
+    mp.mkdir()
+    fd = fuse_mount(mp, bucket)
+    try:
+        with open(tmp_path / "log", "ab") as log:
+            proc, st = start_fd_mounter(rgw, fd, f"s3://{bucket}", mp, log,
+                                        "--cache-socket", str(tmp_path / "nobody.sock"),
+                                        "--cache-dir", str(pcache), "--no-private-cache")
+        assert st[0] == errno.ENOENT and "no cache daemon" in st[1], st
+        assert proc.wait(30) == 1
+        assert not pcache.exists()
+    finally:
+        fuse_umount(mp, 2)
+        os.close(fd)

@@ -4,6 +4,7 @@
  * and mounter/unmount.h.
  *   lith mount [options] s3://bucket[/prefix] MOUNTPOINT
  *   lith mount --fuse-fd N [options] s3://bucket[/prefix] [MOUNTPOINT]
+ *   lith mount --fuse-fd N --takeover --init-file F [options] SOURCE [MOUNTPOINT]
  *   lith umount [--lazy] [--timeout SECS] MOUNTPOINT
  * Credentials come from the environment or a profile (as for every S3
  * command) and are handed to the cache daemon with the view; they are
@@ -11,6 +12,7 @@
  * reported to the caller.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -23,6 +25,7 @@
 #include "fetch/s3/creds.h"
 #include "fetch/s3/s3uri.h"
 #include "mounter/lmount.h"
+#include "mounter/statusfd.h"
 #include "mounter/unmount.h"
 #include "tools/lith/cmd.h"
 #include "tools/lith/s3opts.h"
@@ -37,6 +40,8 @@ static const char mount_usage[] =
 	"  --cache-socket PATH  node cache daemon (default " LMOUNT_DEFAULT_SOCKET ");\n"
 	"                       when none answers, a private one is started\n"
 	"  --private-cache      always start a private cache daemon\n"
+	"  --no-private-cache   never: no daemon on --cache-socket is an error (a\n"
+	"                       daemon that refuses the view always is one)\n"
 	"  --cache-dir DIR      the private daemon's cache, kept across mounts (default:\n"
 	"                       /var/cache/lith-private/HASH-OF-MOUNTPOINT, removed\n"
 	"                       when the mount ends)\n"
@@ -53,6 +58,14 @@ static const char mount_usage[] =
 	"  --max-threads N      FUSE worker threads (default 64)\n"
 	"  --volume-id ID       volume id for the daemon's logs and metrics\n"
 	"  --fuse-fd N          serve a FUSE connection already mounted by the caller\n"
+	"  --init-file PATH     (with --fuse-fd) keep the connection's FUSE_INIT request\n"
+	"                       in PATH (0600), so a successor can take over\n"
+	"  --takeover           (with --fuse-fd, --init-file) serve a connection whose\n"
+	"                       server died: replay PATH's INIT, have the kernel re-send\n"
+	"                       the requests it had read; mounts nothing, waits for no\n"
+	"                       INIT. Give the same options as the first server.\n"
+	"  --status-fd N        write \"ERRNO<TAB>MESSAGE\\n\" to fd N once started (0\n"
+	"                       once the root is served) and close it\n"
 	"  --foreground, -f     stay in the foreground\n"
 	"  --log-file PATH      the background mounter's log\n"
 	"                       (default /run/lith/mounts/HASH.log)\n"
@@ -71,12 +84,14 @@ struct mountopts {
 	char source[1400];
 	char mountpoint[PATH_MAX];
 	char cache_dir[PATH_MAX], cache_socket[PATH_MAX], log_file[PATH_MAX];
+	char init_file[PATH_MAX];
 };
 
 enum {
 	OPT_SOCKET = 0x200, OPT_PRIVATE, OPT_CACHE_DIR, OPT_CACHE_SIZE, OPT_UID, OPT_GID,
 	OPT_EXEC, OPT_ALLOW_OTHER, OPT_SMALL, OPT_RA_MIN, OPT_RA_MAX, OPT_WAIT, OPT_ATTR,
-	OPT_THREADS, OPT_VOLUME, OPT_FUSE_FD, OPT_LOG, OPT_DEBUG,
+	OPT_THREADS, OPT_VOLUME, OPT_FUSE_FD, OPT_LOG, OPT_DEBUG, OPT_NO_PRIVATE, OPT_INIT_FILE,
+	OPT_TAKEOVER, OPT_STATUS_FD,
 };
 
 static int parse_uint(const char *s, uint64_t max, uint64_t *ret)
@@ -115,6 +130,10 @@ static int handle(struct mountopts *m, int opt, const char *arg)
 	case OPT_FUSE_FD: r = parse_uint(arg, INT_MAX, &v); c->fuse_fd = (int)v; break;
 	case OPT_LOG: c->log_file = arg; break;
 	case OPT_DEBUG: c->debug = true; break;
+	case OPT_NO_PRIVATE: c->no_private_daemon = true; break;
+	case OPT_INIT_FILE: c->init_file = arg; break;
+	case OPT_TAKEOVER: c->takeover = true; break;
+	case OPT_STATUS_FD: r = parse_uint(arg, INT_MAX, &v); c->status_fd = (int)v; break;
 	case 'f': c->foreground = true; break;
 	default: r = -EINVAL;
 	}
@@ -144,6 +163,10 @@ static int parse_opts(struct mountopts *m, int argc, char **argv)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "log-file", required_argument, NULL, OPT_LOG },
 		{ "debug", no_argument, NULL, OPT_DEBUG },
+		{ "no-private-cache", no_argument, NULL, OPT_NO_PRIVATE },
+		{ "init-file", required_argument, NULL, OPT_INIT_FILE },
+		{ "takeover", no_argument, NULL, OPT_TAKEOVER },
+		{ "status-fd", required_argument, NULL, OPT_STATUS_FD },
 		{ 0 },
 	};
 	int opt;
@@ -180,6 +203,23 @@ static void absolute_paths(struct mountopts *m)
 	c->cache_dir = absolute(c->cache_dir, m->cache_dir, sizeof(m->cache_dir));
 	c->cache_socket = absolute(c->cache_socket, m->cache_socket, sizeof(m->cache_socket));
 	c->log_file = absolute(c->log_file, m->log_file, sizeof(m->log_file));
+	c->init_file = absolute(c->init_file, m->init_file, sizeof(m->init_file));
+}
+
+/* Options that only make sense together. */
+static int check_combination(const struct lmount_config *c)
+{
+	const char *bad = NULL;
+
+	if ((c->init_file || c->takeover) && c->fuse_fd < 0)
+		bad = "--init-file and --takeover need --fuse-fd";
+	else if (c->takeover && !c->init_file)
+		bad = "--takeover needs --init-file (the connection's saved INIT)";
+	else if (c->private_daemon && c->no_private_daemon)
+		bad = "--private-cache and --no-private-cache contradict each other";
+	if (bad)
+		fprintf(stderr, "lith mount: %s\n", bad);
+	return bad ? -EINVAL : 0;
 }
 
 /* SOURCE and MOUNTPOINT (optional in fd mode), made absolute. */
@@ -203,7 +243,7 @@ static int parse_args(struct mountopts *m, int argc, char **argv)
 	}
 	m->lc.mountpoint = left == 2 ? m->mountpoint : NULL;
 	absolute_paths(m);
-	return 0;
+	return check_combination(&m->lc);
 }
 
 static void defaults(struct mountopts *m)
@@ -212,6 +252,7 @@ static void defaults(struct mountopts *m)
 
 	s3opts_init(&m->o);
 	c->fuse_fd = -1;
+	c->status_fd = -1;
 	c->cache_socket = LMOUNT_DEFAULT_SOCKET;
 	c->cache_size = LMOUNT_DEFAULT_CACHE_SIZE;
 	c->daemon_wait_ms = LMOUNT_DEFAULT_WAIT_MS;
@@ -271,10 +312,16 @@ int cmd_mount(int argc, char **argv)
 		rc = 0;
 	} else if (parse_opts(m, argc, argv) == 0 && parse_args(m, argc, argv) == 0) {
 		rc = 1;
+		if (m->lc.status_fd >= 0)
+			fcntl(m->lc.status_fd, F_SETFD, FD_CLOEXEC); /* not for our children */
 		if (load_creds(m, &cr) == 0) {
 			fill_spec(m, &cr);
 			rc = lmount_run(&m->lc);
+		} else {
+			statusfd_write(m->lc.status_fd, -ENOKEY, "no credentials found");
 		}
+	} else {
+		statusfd_write(m->lc.status_fd, -EINVAL, "bad arguments (see the usage)");
 	}
 	s3_credentials_clear(&cr);
 	free(m);
