@@ -448,8 +448,10 @@ static int check_range(const struct yamlcfg *cfg, const struct entry *e, uint64_
 	return -ERANGE;
 }
 
-int yamlcfg_get_u64(const struct yamlcfg *cfg, const char *key, uint64_t min, uint64_t max,
-		    uint64_t *ret, char *err, size_t errlen)
+/* The typed number getters: parse with `parse`, then range-check. */
+static int get_number(const struct yamlcfg *cfg, const char *key,
+		      int (*parse)(const char *, uint64_t *), const char *what, uint64_t min,
+		      uint64_t max, uint64_t *ret, char *err, size_t errlen)
 {
 	struct entry *e = find(cfg, key);
 	uint64_t v;
@@ -457,9 +459,9 @@ int yamlcfg_get_u64(const struct yamlcfg *cfg, const char *key, uint64_t min, ui
 
 	if (!e)
 		return -ENOENT;
-	r = parse_u64(e->value, &v);
+	r = parse(e->value, &v);
 	if (r < 0)
-		return bad_value(cfg, e, r, "an unsigned integer", err, errlen);
+		return bad_value(cfg, e, r, what, err, errlen);
 	r = check_range(cfg, e, v, min, max, err, errlen);
 	if (r < 0)
 		return r;
@@ -467,23 +469,17 @@ int yamlcfg_get_u64(const struct yamlcfg *cfg, const char *key, uint64_t min, ui
 	return 0;
 }
 
+int yamlcfg_get_u64(const struct yamlcfg *cfg, const char *key, uint64_t min, uint64_t max,
+		    uint64_t *ret, char *err, size_t errlen)
+{
+	return get_number(cfg, key, parse_u64, "an unsigned integer", min, max, ret, err, errlen);
+}
+
 int yamlcfg_get_size(const struct yamlcfg *cfg, const char *key, uint64_t min, uint64_t max,
 		     uint64_t *ret, char *err, size_t errlen)
 {
-	struct entry *e = find(cfg, key);
-	uint64_t v;
-	int r;
-
-	if (!e)
-		return -ENOENT;
-	r = parse_size(e->value, &v);
-	if (r < 0)
-		return bad_value(cfg, e, r, "a size (e.g. 4096, 64K, 8MiB, 10G)", err, errlen);
-	r = check_range(cfg, e, v, min, max, err, errlen);
-	if (r < 0)
-		return r;
-	*ret = v;
-	return 0;
+	return get_number(cfg, key, parse_size, "a size (e.g. 4096, 64K, 8MiB, 10G)", min, max,
+			  ret, err, errlen);
 }
 
 int yamlcfg_get_bool(const struct yamlcfg *cfg, const char *key, bool *ret, char *err,
