@@ -13,7 +13,7 @@ PKGS=(
   ceph-mon ceph-osd radosgw ceph-common
   python3 python3-pytest python3-boto3 python3-grpcio python3-grpc-tools
   python3-yaml awscli iproute2 psmisc procps util-linux
-  s3fs
+  s3fs rclone prometheus python3-matplotlib
 )
 
 missing=()
