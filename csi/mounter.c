@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ARGV_MAX 48
+#define ARGV_MAX 64
 #define ENV_MAX 8
 #define FUSE_SUPER_MAGIC 0x65735546
 #define ROOT_INO 1
@@ -51,6 +51,21 @@ static void add_restart_flags(struct argv_buf *a, const struct mounter_args *ma)
 	if (f->takeover && ma->takeover) add(a, "--takeover");
 	if (f->no_private_cache) add(a, "--no-private-cache");
 	if (f->status_fd) { add(a, "--status-fd"); add(a, "4"); }
+	if (f->stats_fd && ma->stats_fd >= 0) { add(a, "--stats-fd"); add(a, "5"); }
+}
+
+/* podInfoOnMount's namespace and name label the mount's metrics. */
+static void add_pod_labels(struct argv_buf *a, const struct volctx *v)
+{
+	for (size_t i = 0; i < v->n_labels; i++) {
+		if (!strcmp(v->labels[i].key, "pod.namespace")) {
+			add(a, "--pod-namespace");
+			add(a, v->labels[i].value);
+		} else if (!strcmp(v->labels[i].key, "pod.name")) {
+			add(a, "--pod-name");
+			add(a, v->labels[i].value);
+		}
+	}
 }
 
 static void build_argv(struct argv_buf *a, const struct volctx *v, const struct mounter_args *ma)
@@ -71,6 +86,7 @@ static void build_argv(struct argv_buf *a, const struct volctx *v, const struct 
 	add(a, "--uid"); add(a, a->uid); add(a, "--gid"); add(a, a->gid);
 	for (int i = 0; i < VOLCTX_TUNING_N; i++)
 		if (v->tuning[i][0]) { add(a, volctx_tuning_opts[i]); add(a, v->tuning[i]); }
+	add_pod_labels(a, v);
 	snprintf(a->src, sizeof(a->src), "s3://%s/%s", v->bucket, v->prefix);
 	add(a, a->src);
 	add(a, v->target);
@@ -114,7 +130,7 @@ unsigned long long mounter_starttime(pid_t pid)
 	return st;
 }
 
-static int spawn(struct argv_buf *a, char **envp, int fuse_fd, int status_fd,
+static int spawn(struct argv_buf *a, char **envp, int fuse_fd, int status_fd, int stats_fd,
 		 const char *log_path, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
@@ -133,6 +149,8 @@ static int spawn(struct argv_buf *a, char **envp, int fuse_fd, int status_fd,
 	posix_spawn_file_actions_adddup2(&fa, fuse_fd, MOUNTER_FUSE_FD);
 	if (status_fd >= 0)
 		posix_spawn_file_actions_adddup2(&fa, status_fd, MOUNTER_STATUS_FD);
+	if (stats_fd >= 0 && mounter_features()->stats_fd)
+		posix_spawn_file_actions_adddup2(&fa, stats_fd, MOUNTER_STATS_FD);
 	r = -posix_spawn(pid, "/proc/self/exe", &fa, &at, a->argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
@@ -159,7 +177,7 @@ int mounter_spawn(const struct volctx *v, int fuse_fd, const struct mounter_args
 	build_argv(a, v, ma);
 	pthread_mutex_lock(&env_lock);
 	build_env(env, envp, v);
-	r = spawn(a, envp, fuse_fd, sp[1], ma->log_path, &pid);
+	r = spawn(a, envp, fuse_fd, sp[1], ma->stats_fd, ma->log_path, &pid);
 	explicit_bzero(env, sizeof(env));
 	pthread_mutex_unlock(&env_lock);
 	free(a);
@@ -511,6 +529,7 @@ static void features_probe(void)
 	features.takeover = strstr(help, "--takeover") != NULL;
 	features.no_private_cache = strstr(help, "--no-private-cache") != NULL;
 	features.status_fd = strstr(help, "--status-fd") != NULL;
+	features.stats_fd = strstr(help, "--stats-fd") != NULL;
 }
 
 const struct mounter_features *mounter_features(void)

@@ -28,10 +28,11 @@
 
 #define MOUNTER_FUSE_FD 3
 #define MOUNTER_STATUS_FD 4
+#define MOUNTER_STATS_FD 5
 
 /* What this binary's `lith mount` supports (mounter_features). */
 struct mounter_features {
-	bool init_file, takeover, no_private_cache, status_fd;
+	bool init_file, takeover, no_private_cache, status_fd, stats_fd;
 };
 
 /* How to start one mounter. */
@@ -40,6 +41,7 @@ struct mounter_args {
 	const char *log_path;
 	const char *init_file;  /* NULL: unsupported */
 	bool takeover;          /* serve the already-initialised connection */
+	int stats_fd;           /* metrics region (mstats.h) for --stats-fd; -1: none */
 };
 
 struct mounter_proc {

@@ -69,8 +69,7 @@ void csi_plugin_free(struct csi_plugin *p)
 			close(pub->proc.status_fd);
 		if (pub->fd >= 0)
 			close(pub->fd);
-		volctx_clear_secrets(&pub->v);
-		free(pub);
+		csi_pub_free(pub);
 	}
 	if (p->wake_fd >= 0)
 		close(p->wake_fd);
@@ -176,4 +175,15 @@ int csi_pub_save(struct csi_plugin *p, const struct pub *pub)
 	e = state_save(p->cfg.state_dir, r);
 	free(r);
 	return e;
+}
+
+void csi_pub_free(struct pub *pub)
+{
+	if (!pub)
+		return;
+	mstats_unmap(pub->mstats);
+	if (pub->stats_fd >= 0)
+		close(pub->stats_fd);
+	volctx_clear_secrets(&pub->v);
+	free(pub);
 }

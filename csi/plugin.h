@@ -18,6 +18,7 @@
 #include <stdbool.h>
 
 #include "csi/mounter.h"
+#include "mounter/mstats.h"
 #include "csi/server.h"
 #include "csi/volctx.h"
 
@@ -40,6 +41,9 @@ struct pub {
 	bool secrets_known;           /* v holds the credentials (in memory only) */
 	bool unhealthy;
 	unsigned restarts;            /* consecutive restarts */
+	unsigned long long restarts_total;
+	int stats_fd;                 /* the mounters' metrics region (memfd), -1: none */
+	struct mstats *mstats;        /* its mapping, read at scrape time */
 	double up_since;              /* monotonic ms the current mounter started */
 	double retry_at;              /* monotonic ms of the next restart; 0: none */
 	char condition[640];
@@ -77,6 +81,8 @@ void csi_volume_unlock(struct csi_plugin *p, struct vlock *l);
 struct pub *csi_pub_find(struct csi_plugin *p, const char *target);
 void csi_pub_add(struct csi_plugin *p, struct pub *pub);
 void csi_pub_remove(struct csi_plugin *p, struct pub *pub);
+/* Frees a pub that is in no list: metrics region, secrets, memory. NULL ok. */
+void csi_pub_free(struct pub *pub);
 
 /* Paths of a target's files in the state dir (log, INIT). */
 void csi_pub_log_path(const struct csi_plugin *p, const char *target, char *buf, size_t len);

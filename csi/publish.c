@@ -39,8 +39,12 @@ static void undo(struct csi_plugin *p, struct pub *pub)
 static int start(struct csi_plugin *p, struct pub *pub, char *msg, size_t len)
 {
 	char logp[PATH_MAX], initp[PATH_MAX];
-	struct mounter_args ma = { p->cfg.cache_socket, logp, initp, false };
+	struct mounter_args ma = { p->cfg.cache_socket, logp, initp, false, -1 };
 	int r = fusemount_prepare(pub->v.target, &pub->created, msg, len);
+
+	if (r == 0 && (r = mstats_create(&pub->stats_fd, &pub->mstats)) < 0)
+		snprintf(msg, len, "cannot create the metrics region: %s", strerror(-r));
+	ma.stats_fd = pub->stats_fd;
 
 	if (r == 0 && (r = fusemount_mount(pub->v.target, pub->v.bucket, pub->v.noexec, msg, len)) >= 0) {
 		pub->fd = r;
@@ -81,13 +85,13 @@ static void publish_locked(struct csi_plugin *p, struct pub *pub, struct csi_rep
 		if (!same_args(have, &pub->v))
 			csi_reply_fail(out, -EEXIST, "target_path %s is already published with other "
 				       "arguments (volume %s)", pub->v.target, have->v.volume_id);
-		free(pub);
+		csi_pub_free(pub);
 		return;
 	}
 	if (fusemount_is_mounted(pub->v.target) == 1) {
 		csi_reply_fail(out, -EEXIST, "target_path %s is already a mount point not made by "
 			       "lith.csi; unmount it first", pub->v.target);
-		free(pub);
+		csi_pub_free(pub);
 		return;
 	}
 	r = start(p, pub, out->msg, sizeof(out->msg));
@@ -97,7 +101,7 @@ static void publish_locked(struct csi_plugin *p, struct pub *pub, struct csi_rep
 		csi_reply_fail(out, r, "volume %s (bucket %s): %s", pub->v.volume_id, pub->v.bucket,
 			       msg);
 		volctx_clear_secrets(&pub->v);
-		free(pub);
+		csi_pub_free(pub);
 		return;
 	}
 	pub->secrets_known = true;
@@ -116,7 +120,7 @@ void csi_node_publish(void *ctx, const uint8_t *in, size_t len, struct csi_reply
 		goto end;
 	}
 	snprintf(vol, CSI_VOLUME_LOG_MAX, "%s", req->volume_id);
-	pub->fd = -1;
+	pub->fd = pub->stats_fd = -1;
 	pub->proc.pidfd = pub->proc.status_fd = -1;
 	if (volctx_parse(req, &pub->v, out->msg, sizeof(out->msg)) < 0) {
 		out->code = csi_status_of(-EINVAL);
@@ -134,9 +138,7 @@ void csi_node_publish(void *ctx, const uint8_t *in, size_t len, struct csi_reply
 		csi_reply_pack(out, &(Csi__V1__NodePublishVolumeResponse)
 			       CSI__V1__NODE_PUBLISH_VOLUME_RESPONSE__INIT.base);
 end:
-	if (pub)
-		volctx_clear_secrets(&pub->v);
-	free(pub);
+	csi_pub_free(pub);
 	if (req)
 		csi__v1__node_publish_volume_request__free_unpacked(req, NULL);
 }
@@ -159,8 +161,7 @@ static int unpublish_locked(struct csi_plugin *p, const char *target, char *msg,
 		rmdir(target);
 	csi_pub_remove(p, pub);
 	state_remove(p->cfg.state_dir, target);
-	volctx_clear_secrets(&pub->v);
-	free(pub);
+	csi_pub_free(pub);
 	return 0;
 }
 

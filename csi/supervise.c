@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sys/pidfd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,10 +92,27 @@ static struct pub *pub_of(struct state_rec *r, int fd)
 		return NULL;
 	pub->v = r->v;
 	pub->fd = fd;
+	pub->stats_fd = -1;
 	pub->created = r->created;
 	pub->secrets_known = !r->has_secrets || mounter_read_secrets(r->pid, &pub->v) > 0;
 	pub->up_since = csi_now_ms();
 	return pub;
+}
+
+/* The running mounter's metrics region, so its counters carry on; a fresh
+ * one when it has none (its successor gets that). */
+static void adopt_stats(struct pub *pub)
+{
+	int fd = pidfd_getfd(pub->proc.pidfd, MOUNTER_STATS_FD, 0);
+
+	if (fd >= 0 && mstats_map(fd, &pub->mstats) == 0) {
+		pub->stats_fd = fd;
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (mstats_create(&pub->stats_fd, &pub->mstats) < 0)
+		pub->stats_fd = -1;
 }
 
 static void adopt_one(void *ctx, struct state_rec *r)
@@ -118,6 +136,7 @@ static void adopt_one(void *ctx, struct state_rec *r)
 		return; /* out of memory: leave it running, retry at the next start */
 	}
 	pub->proc = mp;
+	adopt_stats(pub);
 	csi_pub_add(p, pub);
 	log_info("re-adopted mounter", "volume_id=\"%s\" target=\"%s\" pid=%d credentials=%s",
 		 r->v.volume_id, r->v.target, (int)r->pid, pub->secrets_known ? "known" : "lost");
@@ -187,13 +206,14 @@ static void on_exit_seen(struct pub *pub)
 static void restart(struct csi_plugin *p, struct pub *pub)
 {
 	char logp[PATH_MAX], initp[PATH_MAX], msg[256] = "", how[300];
-	struct mounter_args ma = { p->cfg.cache_socket, logp, initp, true };
+	struct mounter_args ma = { p->cfg.cache_socket, logp, initp, true, pub->stats_fd };
 	int r;
 
 	csi_pub_log_path(p, pub->v.target, logp, sizeof(logp));
 	csi_pub_init_path(p, pub->v.target, initp, sizeof(initp));
 	pub->retry_at = 0;
 	pub->restarts++;
+	pub->restarts_total++;
 	pub->proc.status_fd = -1;
 	r = mounter_spawn(&pub->v, pub->fd, &ma, &pub->proc);
 	if (r == 0)

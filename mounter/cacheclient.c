@@ -286,6 +286,8 @@ static void spec_to_proto(const struct view_spec *s, Lith__Cache__ViewSpec *p)
 	p->session_token = S(s->session_token);
 	p->volume_id = S(s->volume_id);
 	p->ca_file = S(s->ca_file);
+	p->pod_namespace = S(s->pod_namespace);
+	p->pod_name = S(s->pod_name);
 #undef S
 }
 
@@ -425,6 +427,32 @@ int cache_client_prefetch(struct cache_client *c, uint64_t view, uint64_t entry,
 
 	if (r == 0)
 		lith__cache__reply__free_unpacked(rep, NULL);
+	return r;
+}
+
+int cache_client_exposition(struct cache_client *c, char **ret, struct cache_proc *proc)
+{
+	Lith__Cache__Request req = LITH__CACHE__REQUEST__INIT;
+	Lith__Cache__GetStats gs = LITH__CACHE__GET_STATS__INIT;
+	Lith__Cache__Reply *rep;
+	int r;
+
+	gs.exposition = true;
+	req.body_case = LITH__CACHE__REQUEST__BODY_GET_STATS;
+	req.get_stats = &gs;
+	r = call(c, &req, &rep, NULL, NULL);
+	if (r < 0)
+		return r;
+	if (rep->body_case != LITH__CACHE__REPLY__BODY_STATS)
+		r = -EPROTO;
+	else if (!rep->stats->exposition || !*rep->stats->exposition)
+		r = -EMSGSIZE; /* the daemon could not render it within its cap */
+	else if (!(*ret = strdup(rep->stats->exposition)))
+		r = -ENOMEM;
+	if (r == 0 && proc)
+		*proc = (struct cache_proc){ .rss_bytes = rep->stats->rss_bytes,
+					     .cpu_seconds = rep->stats->cpu_seconds };
+	lith__cache__reply__free_unpacked(rep, NULL);
 	return r;
 }
 

@@ -58,5 +58,12 @@ int cache_client_prefetch(struct cache_client *c, uint64_t view, uint64_t entry,
 
 /* Raw stats reply, as text lines "key value" (caller frees). */
 int cache_client_stats_text(struct cache_client *c, char **ret);
+/* The daemon's Prometheus families (caller frees) and its process figures.
+ * -EMSGSIZE when the daemon could not render them within its cap. */
+struct cache_proc {
+	uint64_t rss_bytes;
+	double cpu_seconds;
+};
+int cache_client_exposition(struct cache_client *c, char **ret, struct cache_proc *proc);
 
 #endif

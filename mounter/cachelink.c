@@ -104,6 +104,8 @@ static int spec_copy(const struct view_spec *in, struct view_spec *out)
 	out->session_token = dup0(in->session_token, &oom);
 	out->volume_id = dup0(in->volume_id, &oom);
 	out->ca_file = dup0(in->ca_file, &oom);
+	out->pod_namespace = dup0(in->pod_namespace, &oom);
+	out->pod_name = dup0(in->pod_name, &oom);
 	out->refresh_index = false; /* a reconnect never forces a rebuild */
 	return oom ? -ENOMEM : 0;
 }
@@ -126,6 +128,8 @@ static void spec_free(struct view_spec *s)
 	wipe_free(s->session_token);
 	free((char *)s->volume_id);
 	free((char *)s->ca_file);
+	free((char *)s->pod_namespace);
+	free((char *)s->pod_name);
 }
 
 /* ---- connections ---- */

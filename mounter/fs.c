@@ -44,21 +44,10 @@ static pthread_once_t ops_once = PTHREAD_ONCE_INIT;
 static void build_ops(void)
 {
 	ops.init = fs_init;
-	ops.lookup = fs_lookup;
 	ops.forget = fs_forget;
 	ops.forget_multi = fs_forget_multi;
-	ops.getattr = fs_getattr;
-	ops.statfs = fs_statfs;
-	ops.opendir = fs_opendir;
-	ops.readdir = fs_readdir;
-	ops.readdirplus = fs_readdirplus;
-	ops.releasedir = fs_releasedir;
-	ops.getxattr = fs_getxattr;
-	ops.listxattr = fs_listxattr;
-	ops.open = fs_open;
-	ops.read = fs_read;
-	ops.release = fs_release;
 	ops.flush = fs_flush;
+	fs_timed_fill(&ops);
 	fs_rofs_fill(&ops);
 }
 

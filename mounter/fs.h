@@ -38,6 +38,7 @@
 
 #include "fetch/index/index.h"
 #include "mounter/cachelink.h"
+#include "mounter/mstats.h"
 #include "mounter/readahead.h"
 
 struct lithfs_config {
@@ -50,6 +51,7 @@ struct lithfs_config {
 	unsigned max_background;  /* kernel's async request limit */
 	uint64_t stall_us;        /* a read slower than this waited on a fill */
 	struct ra_config ra;
+	struct mstats *mstats;    /* FUSE metrics; NULL: none */
 };
 
 struct lithfs_stats {

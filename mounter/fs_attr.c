@@ -71,7 +71,7 @@ void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (r == 0)
 		r = fs_entry(fs, ino, &e);
 	if (r < 0)
-		fuse_reply_err(req, meta_errno(r));
+		fs_reply_err(req, meta_errno(r));
 	else
 		fuse_reply_entry(req, &e);
 }
@@ -84,7 +84,7 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	(void)fi;
 	if (r < 0)
-		fuse_reply_err(req, meta_errno(r));
+		fs_reply_err(req, meta_errno(r));
 	else
 		fuse_reply_attr(req, &st, fs->cfg.timeout);
 }

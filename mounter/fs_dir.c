@@ -30,7 +30,7 @@ void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (r == 0 && !a.is_dir)
 		r = -ENOTDIR;
 	if (r < 0) {
-		fuse_reply_err(req, r == -ENOENT || r == -ENOTDIR ? -r : EIO);
+		fs_reply_err(req, r == -ENOENT || r == -ENOTDIR ? -r : EIO);
 		return;
 	}
 	fi->cache_readdir = 1;
@@ -101,12 +101,12 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 
 	d.buf = malloc(size ? size : 1);
 	if (!d.buf) {
-		fuse_reply_err(req, ENOMEM);
+		fs_reply_err(req, ENOMEM);
 		return;
 	}
 	r = off < 0 ? -EINVAL : list(&d, ino, (uint64_t)off);
 	if (r < 0)
-		fuse_reply_err(req, r == -ENOTDIR || r == -ENOENT || r == -EINVAL ? -r : EIO);
+		fs_reply_err(req, r == -ENOTDIR || r == -ENOENT || r == -EINVAL ? -r : EIO);
 	else
 		fuse_reply_buf(req, d.buf, d.used);
 	free(d.buf);
@@ -130,5 +130,5 @@ void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	(void)fi;
-	fuse_reply_err(req, 0);
+	fs_reply_err(req, 0);
 }

@@ -78,4 +78,9 @@ void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* fs_rofs.c: the mutating operations, all EROFS */
 void fs_rofs_fill(struct fuse_lowlevel_ops *ops);
 
+/* fs_timed.c: the timed operations of the dispatch table; every error reply
+ * goes through fs_reply_err so the metrics see it. */
+void fs_timed_fill(struct fuse_lowlevel_ops *ops);
+void fs_reply_err(fuse_req_t req, int err);
+
 #endif

@@ -179,12 +179,12 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int r;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-		fuse_reply_err(req, EROFS);
+		fs_reply_err(req, EROFS);
 		return;
 	}
 	r = handle_new(fs, ino, &h);
 	if (r < 0) {
-		fuse_reply_err(req, -r);
+		fs_reply_err(req, -r);
 		return;
 	}
 	fi->fh = h->fh;
@@ -196,6 +196,8 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_unlock(&fs->handles_lock);
 	if (fuse_reply_open(req, fi) != 0) /* interrupted: no release will come */
 		handle_free(fs, h);
+	else if (fs->cfg.mstats)
+		atomic_fetch_add(&fs->cfg.mstats->open_handles, 1);
 }
 
 static void plan(struct lithfs *fs, struct lithfs_handle *h, uint64_t off, size_t size,
@@ -203,6 +205,9 @@ static void plan(struct lithfs *fs, struct lithfs_handle *h, uint64_t off, size_
 {
 	pthread_mutex_lock(&h->lock);
 	ra_plan_read(&h->ra, &fs->cfg.ra, h->size, off, size, p);
+	if (fs->cfg.mstats)
+		atomic_store_explicit(&fs->cfg.mstats->ra_window, h->ra.window,
+				      memory_order_relaxed);
 	pthread_mutex_unlock(&h->lock);
 	if (p->pf_len && cachelink_prefetch(fs->link, h->ino, p->pf_off, p->pf_len,
 					    p->pf_kind) == 0)
@@ -230,7 +235,7 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	int r = handle_get(fs, fi->fh, ino, &h);
 
 	if (r < 0) {
-		fuse_reply_err(req, r == -ENOENT ? ESTALE : -r);
+		fs_reply_err(req, r == -ENOENT ? ESTALE : -r);
 		return;
 	}
 	if (off < 0 || (uint64_t)off >= h->size || size == 0) {
@@ -240,7 +245,7 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	size = (size_t)MIN((uint64_t)size, h->size - (uint64_t)off);
 	buf = thread_buf(size);
 	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
+		fs_reply_err(req, ENOMEM);
 		return;
 	}
 	plan(fs, h, (uint64_t)off, size, &p);
@@ -252,10 +257,11 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		n = -EIO; /* a short read would tell the kernel the file ends here */
 	if (n < 0) {
 		fs->read_errors++;
-		fuse_reply_err(req, read_errno(n));
+		fs_reply_err(req, read_errno(n));
 		return;
 	}
 	fs->read_bytes += (uint64_t)n;
+	mstats_read(fs->cfg.mstats, (uint64_t)n);
 	fuse_reply_buf(req, buf, (size_t)n);
 }
 
@@ -269,12 +275,14 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_unlock(&fs->handles_lock);
 	if (h) /* none: opened by an earlier server and never read here */
 		handle_free(fs, h);
-	fuse_reply_err(req, 0);
+	if (fs->cfg.mstats) /* counts the kernel's opens, whichever server saw them */
+		atomic_fetch_sub(&fs->cfg.mstats->open_handles, 1);
+	fs_reply_err(req, 0);
 }
 
 void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	(void)fi;
-	fuse_reply_err(req, 0);
+	fs_reply_err(req, 0);
 }

@@ -9,7 +9,7 @@
 
 #include "mounter/fs_impl.h"
 
-static void rofs(fuse_req_t req) { fuse_reply_err(req, EROFS); }
+static void rofs(fuse_req_t req) { fs_reply_err(req, EROFS); }
 
 static void ro_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
@@ -102,7 +102,7 @@ static void ro_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 static void ok_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)ino, (void)datasync, (void)fi;
-	fuse_reply_err(req, 0);
+	fs_reply_err(req, 0);
 }
 
 void fs_rofs_fill(struct fuse_lowlevel_ops *ops)

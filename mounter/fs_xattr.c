@@ -34,7 +34,7 @@ static void reply_sized(fuse_req_t req, const char *buf, size_t len, size_t size
 	if (size == 0)
 		fuse_reply_xattr(req, len);
 	else if (size < len)
-		fuse_reply_err(req, ERANGE);
+		fs_reply_err(req, ERANGE);
 	else
 		fuse_reply_buf(req, buf, len);
 }
@@ -45,7 +45,7 @@ void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	int r = value(fs_of(req), ino, name, buf, sizeof(buf));
 
 	if (r < 0)
-		fuse_reply_err(req, r == -ENODATA || r == -ENOENT ? -r : EIO);
+		fs_reply_err(req, r == -ENODATA || r == -ENOENT ? -r : EIO);
 	else
 		reply_sized(req, buf, (size_t)r, size);
 }
@@ -57,7 +57,7 @@ void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	int r = index_getattr(fs_of(req)->idx, ino, &a);
 
 	if (r < 0) {
-		fuse_reply_err(req, r == -ENOENT ? ENOENT : EIO);
+		fs_reply_err(req, r == -ENOENT ? ENOENT : EIO);
 		return;
 	}
 	/* both names, NUL-terminated; directories only the first */

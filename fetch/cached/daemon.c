@@ -37,6 +37,8 @@ struct daemon {
 	char path[600];
 	char proofs[600];
 	struct s3stats s3stats;
+	struct blkdev_info device;
+	bool have_device;
 };
 
 static uint64_t index_budget(const struct cached_config *c)
@@ -45,7 +47,7 @@ static uint64_t index_budget(const struct cached_config *c)
 	return b > (1ull << 30) ? 1ull << 30 : b;
 }
 
-static void report_device(const struct cached_config *c)
+static void report_device(const struct cached_config *c, struct daemon *d)
 {
 	struct blkdev_info info;
 	struct blkdev_probe probe;
@@ -64,6 +66,8 @@ static void report_device(const struct cached_config *c)
 			   sizeof(warn)))
 		log_warn("slow or network-attached cache device", "cache_dir=%s detail=\"%s\"",
 			 c->cache_dir, warn);
+	d->device = info;
+	d->have_device = true;
 }
 
 static int open_store(struct daemon *d)
@@ -120,7 +124,8 @@ static int start_core(struct daemon *d)
 {
 	const struct cached_config *c = d->cfg;
 	struct s3_engine_config ec = { .max_connections = c->max_connections,
-				       .report = s3stats_report, .report_ctx = &d->s3stats };
+				       .report = s3stats_report, .attempt = s3stats_attempt,
+				       .report_ctx = &d->s3stats };
 	struct fill_sched_config fc = {
 		.max_coalesce_blocks = (uint32_t)(c->max_coalesce / c->block_size),
 		.budget_bytes = c->inflight_budget ? c->inflight_budget : cached_default_budget(NULL),
@@ -159,6 +164,7 @@ static int start_server(struct daemon *d)
 	struct server_config sc = {
 		.loop = d->loop, .store = d->store, .fills = d->fills, .views = d->views,
 		.tenancy = d->tenancy, .engine = d->engine, .s3stats = &d->s3stats,
+		.device = d->have_device ? &d->device : NULL,
 		.allowed_uid = d->cfg->allow_uid < 0 ? (uid_t)-1 : (uid_t)d->cfg->allow_uid,
 	};
 	int fd, r = usock_listen(d->cfg->socket, d->cfg->allow_uid < 0 ? 0600 : 0666, &fd);
@@ -211,7 +217,7 @@ int cached_run(const struct cached_config *cfg)
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL); /* before any thread starts */
 	signal(SIGPIPE, SIG_IGN);
-	report_device(cfg);
+	report_device(cfg, &d);
 	r = open_store(&d);
 	if (r == 0)
 		r = start_core(&d);

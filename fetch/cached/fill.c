@@ -53,7 +53,8 @@ struct fill {
 	bool urgent;             /* someone waits: dispatch from the demand queue */
 	bool started;
 	struct fill_stats *stats;
-	uint64_t start_ns;
+	uint64_t made_ns;        /* queued: fill seconds count from here */
+	uint64_t start_ns;       /* dispatched to the S3 engine */
 	struct wref *waiters;
 	struct fill *qprev, *qnext;  /* queue links */
 	struct fill *aprev, *anext;  /* `all` links */
@@ -81,12 +82,6 @@ struct fill_sched {
 	void *proof_ctx;
 	struct fill_sched_counters c;
 };
-
-const char *fill_kind_name(enum fill_kind k)
-{
-	static const char *const names[] = { "demand", "whole", "prefetch-range" };
-	return k < FILL_KIND__COUNT ? names[k] : "unknown";
-}
 
 /* ---- small containers ---------------------------------------------- */
 
@@ -194,6 +189,7 @@ static struct fill *fill_new(struct fill_sched *s, const struct fill_object *o,
 	f->kind = kind;
 	f->urgent = kind == FILL_KIND_DEMAND;
 	f->stats = stats;
+	f->made_ns = clock_mono_ns();
 	for (uint32_t i = 0; i < n; i++) {
 		f->flights[i].fill = f;
 		if (blockstore_key(o->endpoint, o->bucket_name, o->key, o->etag, first + i,
@@ -269,19 +265,22 @@ static void dispatch(struct fill_sched *s);
 
 static void account(struct fill *f, int err)
 {
-	struct fill_kind_stats *k;
+	double queued_s = (double)(f->start_ns - f->made_ns) / 1e9;
+	struct fill_sample x = {
+		.kind = f->kind,
+		.bytes = f->req.res.bytes,
+		.fill_s = queued_s + f->req.res.ttfb_s,
+		.server_s = f->req.res.server_s,
+		.total_s = (double)(clock_mono_ns() - f->made_ns) / 1e9,
+		.ttfb_s = f->req.res.ttfb_s,
+	};
 
 	if (!f->stats)
 		return;
-	k = &f->stats->kind[f->kind];
-	if (err < 0) {
-		k->errors++;
-		return;
-	}
-	k->fills++;
-	k->bytes += f->req.res.bytes;
-	k->ttfb_sum += f->req.res.ttfb_s;
-	k->seconds_sum += (double)(clock_mono_ns() - f->start_ns) / 1e9;
+	if (err < 0)
+		fill_stats_error(f->stats, f->kind);
+	else
+		fill_stats_observe(f->stats, &x);
 }
 
 static int commit_blocks(struct fill_sched *s, struct fill *f)
@@ -587,6 +586,8 @@ void fill_sched_counters(const struct fill_sched *s, struct fill_sched_counters 
 {
 	*ret = s->c;
 	ret->inflight_bytes = s->inflight_bytes;
+	ret->inflight_fills = s->gets;
+	ret->budget_bytes = s->cfg.budget_bytes;
 	ret->queued_demand = s->demand.count;
 	ret->queued_prefetch = s->prefetch.count;
 }

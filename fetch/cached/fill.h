@@ -23,10 +23,9 @@
 
 #include "fetch/base/evloop.h"
 #include "fetch/cached/blockstore.h"
+#include "fetch/cached/fillstats.h"
 #include "fetch/s3/s3.h"
 
-enum fill_kind { FILL_KIND_DEMAND, FILL_KIND_WHOLE, FILL_KIND_PREFETCH_RANGE, FILL_KIND__COUNT };
-const char *fill_kind_name(enum fill_kind k);
 
 /* One object version, as a view sees it. Strings are copied by the
  * scheduler when it needs them beyond the call. */
@@ -42,17 +41,6 @@ struct fill_object {
 	 * fill is made, hold(owner, -1) when it ends. May be NULL. */
 	void (*hold)(void *owner, int delta);
 	void *owner;
-};
-
-/* Per-kind accounting, owned by the caller (a view); updated on the loop
- * thread when a fill the caller started completes. */
-struct fill_kind_stats {
-	uint64_t fills, bytes, errors;
-	double ttfb_sum, seconds_sum;
-};
-
-struct fill_stats {
-	struct fill_kind_stats kind[FILL_KIND__COUNT];
 };
 
 struct fill_sched_config {
@@ -101,6 +89,7 @@ struct fill_sched_counters {
 	uint64_t joined;           /* block requests that joined an in-flight fill */
 	uint64_t prefetch_dropped;
 	uint64_t inflight_bytes, queued_demand, queued_prefetch;
+	uint64_t inflight_fills, budget_bytes;
 };
 void fill_sched_counters(const struct fill_sched *s, struct fill_sched_counters *ret);
 

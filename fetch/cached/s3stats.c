@@ -9,12 +9,18 @@ const uint16_t s3stats_status[S3STATS_NSTATUS] = {
 void s3stats_report(void *ctx, const struct s3_request *req)
 {
 	struct s3stats *s = ctx;
+
+	atomic_fetch_add_explicit(&s->retries, req->res.retries, memory_order_relaxed);
+}
+
+void s3stats_attempt(void *ctx, int op, unsigned http_status)
+{
+	struct s3stats *s = ctx;
 	unsigned i = S3STATS_NSTATUS - 1;
 
 	for (unsigned k = 0; k < S3STATS_NSTATUS - 1; k++)
-		if (s3stats_status[k] == req->res.http_status)
+		if (s3stats_status[k] == http_status)
 			i = k;
-	if (req->op < S3_OP__COUNT)
-		atomic_fetch_add_explicit(&s->count[req->op][i], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->retries, req->res.retries, memory_order_relaxed);
+	if (op >= 0 && op < S3_OP__COUNT)
+		atomic_fetch_add_explicit(&s->count[op][i], 1, memory_order_relaxed);
 }

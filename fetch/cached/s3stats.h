@@ -22,7 +22,10 @@ struct s3stats {
 
 extern const uint16_t s3stats_status[S3STATS_NSTATUS];
 
-/* The engine's report hook (ctx: struct s3stats *). */
+/* The engine's hooks (ctx: struct s3stats *): report counts retries,
+ * attempt counts every request sent, by op and status, as the server's log
+ * does. Status 999 stands for any status not in the table. */
 void s3stats_report(void *ctx, const struct s3_request *req);
+void s3stats_attempt(void *ctx, int op, unsigned http_status);
 
 #endif

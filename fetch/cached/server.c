@@ -189,6 +189,7 @@ static void on_register(struct conn *c, const Lith__Cache__Request *req)
 		.refresh_index = s->refresh_index, .access_key = s->access_key,
 		.secret_key = s->secret_key, .session_token = str_or_null(s->session_token),
 		.volume_id = s->volume_id, .ca_file = str_or_null(s->ca_file),
+		.pod_namespace = s->pod_namespace, .pod_name = s->pod_name,
 	};
 	op = calloc(1, sizeof(*op));
 	if (!op) {

@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 
+#include "fetch/base/blkdev.h"
 #include "fetch/base/evloop.h"
 #include "fetch/cached/blockstore.h"
 #include "fetch/cached/fill.h"
@@ -28,6 +29,7 @@ struct server_config {
 	struct tenancy *tenancy;
 	struct s3_engine *engine;
 	const struct s3stats *s3stats;  /* may be NULL */
+	const struct blkdev_info *device; /* behind the cache dir; may be NULL */
 	uid_t allowed_uid;       /* besides root; (uid_t)-1 for none */
 	unsigned max_conns;
 	unsigned max_read_blocks;/* blocks per Read request */

@@ -2,8 +2,14 @@
 /* GetStats: the daemon's accounting (block store, S3 fills per view and per
  * fill kind) for the metrics exporter. Loop thread only. */
 #include <stdlib.h>
+#include <unistd.h>
 
+#include "fetch/base/procstat.h"
+#include "fetch/cached/metrics.h"
 #include "fetch/cached/server_impl.h"
+
+/* Room for the exposition of the largest node (views are bounded). */
+#define STATS_EXPOSITION_MAX (12u << 20)
 
 static void fill_view(struct view *v, Lith__Cache__ViewStats *vs, Lith__Cache__KindStats *ks,
 		      Lith__Cache__KindStats **kp)
@@ -89,6 +95,15 @@ void stats_reply(struct conn *c, const Lith__Cache__Request *req)
 	sr.s3_retries = c->srv->cfg.s3stats ? atomic_load(&c->srv->cfg.s3stats->retries) : 0;
 	sr.n_views = i;
 	sr.views = vp;
+	struct procstat ps = { 0 };
+	struct strbuf expo;
+	strbuf_init(&expo, STATS_EXPOSITION_MAX);
+	procstat_read(getpid(), &ps);
+	sr.rss_bytes = ps.rss_bytes;
+	sr.cpu_seconds = ps.cpu_seconds;
+	if (req->get_stats && req->get_stats->exposition &&
+	    cached_metrics_render(&c->srv->cfg, &expo) == 0 && expo.p)
+		sr.exposition = expo.p;
 	rep.id = req->id;
 	rep.body_case = LITH__CACHE__REPLY__BODY_STATS;
 	rep.stats = &sr;
@@ -97,4 +112,5 @@ void stats_reply(struct conn *c, const Lith__Cache__Request *req)
 	free(vp);
 	free(ks);
 	free(kp);
+	strbuf_free(&expo);
 }

@@ -61,6 +61,7 @@ struct reg {
 	views_ready_fn ready;
 	void *ctx;
 	char *volume_id;
+	struct prom_labels labels;
 	bool refresh;
 	int err;
 	char msg[256];
@@ -320,6 +321,7 @@ static void reg_finish(struct reg *g)
 	v->target = TAKE_PTR(g->t);
 	v->ds = TAKE_PTR(g->ds);
 	v->volume_id = TAKE_PTR(g->volume_id);
+	v->labels = g->labels;
 	v->next = vs->views;
 	vs->views = v;
 	vs->nviews++;
@@ -594,6 +596,10 @@ int views_register(struct views *vs, const struct view_spec *s, void *owner,
 		snprintf(msg, msglen, "prefix too long");
 	if (r == 0 && s->volume_id && !(g->volume_id = strdup(s->volume_id)))
 		r = -ENOMEM;
+	prom_labels_init(&g->labels);
+	prom_label(&g->labels, "volume_id", s->volume_id);
+	prom_label(&g->labels, "namespace", s->pod_namespace);
+	prom_label(&g->labels, "pod", s->pod_name);
 	if (r == 0)
 		r = target_get(vs, s, &g->t, msg, msglen);
 	if (r < 0) {

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "fetch/base/evloop.h"
+#include "fetch/base/promtext.h"
 #include "fetch/cached/fill.h"
 #include "fetch/cached/viewspec.h"
 #include "fetch/index/index.h"
@@ -39,6 +40,7 @@ struct view {
 	struct target *target;
 	struct dataset *ds;
 	char *volume_id;
+	struct prom_labels labels; /* volume_id, namespace, pod: its metrics */
 	struct fill_stats stats;
 	uint64_t hits, misses;
 	struct view *next;

@@ -11,6 +11,7 @@ struct view_spec {
 	bool path_style, virtual_host, anonymous, requester_pays, refresh_index;
 	const char *access_key, *secret_key, *session_token;
 	const char *volume_id, *ca_file;
+	const char *pod_namespace, *pod_name; /* metrics labels; may be NULL */
 };
 
 #endif

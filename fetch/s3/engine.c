@@ -172,6 +172,8 @@ static void on_done(struct s3_engine *e, CURL *easy, CURLcode code)
 	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
 	detach_active(e, x);
 	out = xfer_finish(x, code, &cls);
+	if (e->cfg.attempt)
+		e->cfg.attempt(e->cfg.report_ctx, (int)x->req->op, (unsigned)x->status);
 	xfer_release(x);
 	if (out == XFER_DONE)
 		complete(e, x);

@@ -72,6 +72,10 @@ struct s3_engine_config {
 	/* Called on the engine thread when a request completes (after its own
 	 * done callback), for metrics. May be NULL. */
 	void (*report)(void *ctx, const struct s3_request *req);
+	/* Called on the engine thread for every attempt that was sent (retries
+	 * and redirects included: what the server's own log counts), with its
+	 * HTTP status, 0 when none came back. May be NULL. */
+	void (*attempt)(void *ctx, int op, unsigned http_status); /* op: enum s3_op */
 	void *report_ctx;
 };
 
@@ -95,6 +99,7 @@ struct s3_result {
 	uint64_t object_size;/* from Content-Range / Content-Length (GET, HEAD) */
 	int64_t mtime;       /* Last-Modified (GET, HEAD), unix seconds */
 	double ttfb_s;       /* time to first byte of the successful attempt */
+	double server_s;     /* request sent to first byte: the endpoint's own cost */
 	double total_s;      /* submit to completion, retries included */
 	unsigned retries;
 	char etag[S3_ETAG_MAX];

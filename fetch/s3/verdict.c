@@ -149,7 +149,7 @@ static enum xfer_outcome judge_list(struct s3_xfer *x, enum retry_class *cls)
 enum xfer_outcome xfer_finish(struct s3_xfer *x, CURLcode code, enum retry_class *cls)
 {
 	struct s3_request *req = x->req;
-	curl_off_t ttfb = 0;
+	curl_off_t ttfb = 0, pre = 0;
 
 	*cls = RETRY_NO;
 	req->res.http_status = x->status;
@@ -162,7 +162,9 @@ enum xfer_outcome xfer_finish(struct s3_xfer *x, CURLcode code, enum retry_class
 	if (x->status < 200 || x->status >= 300)
 		return judge_error(x, cls);
 	curl_easy_getinfo(x->easy, CURLINFO_STARTTRANSFER_TIME_T, &ttfb);
+	curl_easy_getinfo(x->easy, CURLINFO_PRETRANSFER_TIME_T, &pre);
 	req->res.ttfb_s = (double)ttfb / 1e6;
+	req->res.server_s = ttfb > pre ? (double)(ttfb - pre) / 1e6 : 0;
 	req->res.err = 0;
 	req->res.errmsg[0] = '\0';
 	switch (req->op) {

@@ -212,13 +212,15 @@ static int do_stats(int argc, char **argv)
 	char *text;
 	int r;
 
-	if (argc != 3 || strcmp(argv[1], "--socket") != 0) {
-		fprintf(stderr, "usage: lith cached stats --socket PATH\n");
+	bool prom = argc == 4 && !strcmp(argv[3], "--prometheus");
+
+	if ((argc != 3 && !prom) || strcmp(argv[1], "--socket") != 0) {
+		fprintf(stderr, "usage: lith cached stats --socket PATH [--prometheus]\n");
 		return 2;
 	}
 	r = cache_client_connect(argv[2], "lith cached stats", &cl);
 	if (r == 0) {
-		r = cache_client_stats_text(cl, &text);
+		r = prom ? cache_client_exposition(cl, &text, NULL) : cache_client_stats_text(cl, &text);
 		if (r == 0)
 			fputs(text, stdout);
 		free(text);

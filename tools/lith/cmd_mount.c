@@ -25,6 +25,7 @@
 #include "fetch/s3/creds.h"
 #include "fetch/s3/s3uri.h"
 #include "mounter/lmount.h"
+#include "mounter/mstats.h"
 #include "mounter/statusfd.h"
 #include "mounter/unmount.h"
 #include "tools/lith/cmd.h"
@@ -57,6 +58,10 @@ static const char mount_usage[] =
 	"  --attr-timeout SECS  kernel attribute/entry cache (default 86400)\n"
 	"  --max-threads N      FUSE worker threads (default 64)\n"
 	"  --volume-id ID       volume id for the daemon's logs and metrics\n"
+	"  --pod-namespace NS, --pod-name NAME\n"
+	"                       the pod's, labels for the metrics (podInfoOnMount)\n"
+	"  --stats-fd N         keep the FUSE metrics in this shared memory region\n"
+	"                       (a memfd from lith csi; default: private)\n"
 	"  --fuse-fd N          serve a FUSE connection already mounted by the caller\n"
 	"  --init-file PATH     (with --fuse-fd) keep the connection's FUSE_INIT request\n"
 	"                       in PATH (0600), so a successor can take over\n"
@@ -85,13 +90,14 @@ struct mountopts {
 	char mountpoint[PATH_MAX];
 	char cache_dir[PATH_MAX], cache_socket[PATH_MAX], log_file[PATH_MAX];
 	char init_file[PATH_MAX];
+	int stats_fd;
 };
 
 enum {
 	OPT_SOCKET = 0x200, OPT_PRIVATE, OPT_CACHE_DIR, OPT_CACHE_SIZE, OPT_UID, OPT_GID,
 	OPT_EXEC, OPT_ALLOW_OTHER, OPT_SMALL, OPT_RA_MIN, OPT_RA_MAX, OPT_WAIT, OPT_ATTR,
 	OPT_THREADS, OPT_VOLUME, OPT_FUSE_FD, OPT_LOG, OPT_DEBUG, OPT_NO_PRIVATE, OPT_INIT_FILE,
-	OPT_TAKEOVER, OPT_STATUS_FD,
+	OPT_TAKEOVER, OPT_STATUS_FD, OPT_STATS_FD, OPT_POD_NS, OPT_POD_NAME,
 };
 
 static int parse_uint(const char *s, uint64_t max, uint64_t *ret)
@@ -134,6 +140,9 @@ static int handle(struct mountopts *m, int opt, const char *arg)
 	case OPT_INIT_FILE: c->init_file = arg; break;
 	case OPT_TAKEOVER: c->takeover = true; break;
 	case OPT_STATUS_FD: r = parse_uint(arg, INT_MAX, &v); c->status_fd = (int)v; break;
+	case OPT_STATS_FD: r = parse_uint(arg, INT_MAX, &v); m->stats_fd = (int)v; break;
+	case OPT_POD_NS: c->spec.pod_namespace = arg; break;
+	case OPT_POD_NAME: c->spec.pod_name = arg; break;
 	case 'f': c->foreground = true; break;
 	default: r = -EINVAL;
 	}
@@ -167,6 +176,9 @@ static int parse_opts(struct mountopts *m, int argc, char **argv)
 		{ "init-file", required_argument, NULL, OPT_INIT_FILE },
 		{ "takeover", no_argument, NULL, OPT_TAKEOVER },
 		{ "status-fd", required_argument, NULL, OPT_STATUS_FD },
+		{ "stats-fd", required_argument, NULL, OPT_STATS_FD },
+		{ "pod-namespace", required_argument, NULL, OPT_POD_NS },
+		{ "pod-name", required_argument, NULL, OPT_POD_NAME },
 		{ 0 },
 	};
 	int opt;
@@ -253,6 +265,7 @@ static void defaults(struct mountopts *m)
 	s3opts_init(&m->o);
 	c->fuse_fd = -1;
 	c->status_fd = -1;
+	m->stats_fd = -1;
 	c->cache_socket = LMOUNT_DEFAULT_SOCKET;
 	c->cache_size = LMOUNT_DEFAULT_CACHE_SIZE;
 	c->daemon_wait_ms = LMOUNT_DEFAULT_WAIT_MS;
@@ -276,6 +289,20 @@ static int load_creds(struct mountopts *m, struct s3_credentials *cr)
 	if (r < 0)
 		fprintf(stderr, "lith mount: no credentials found (environment or profile); "
 				"use --no-sign-request for a public bucket\n");
+	return r;
+}
+
+/* The FUSE metrics region: lith csi's (--stats-fd, kept open so that a
+ * restarted lith csi can take it back with pidfd_getfd) or a private one. */
+static int map_stats(struct mountopts *m)
+{
+	int r;
+
+	if (m->stats_fd >= 0)
+		fcntl(m->stats_fd, F_SETFD, FD_CLOEXEC);
+	r = mstats_map(m->stats_fd, &m->lc.fs.mstats);
+	if (r < 0)
+		fprintf(stderr, "lith mount: --stats-fd %d: %s\n", m->stats_fd, strerror(-r));
 	return r;
 }
 
@@ -314,7 +341,9 @@ int cmd_mount(int argc, char **argv)
 		rc = 1;
 		if (m->lc.status_fd >= 0)
 			fcntl(m->lc.status_fd, F_SETFD, FD_CLOEXEC); /* not for our children */
-		if (load_creds(m, &cr) == 0) {
+		if (map_stats(m) < 0) {
+			statusfd_write(m->lc.status_fd, -EBADMSG, "--stats-fd is not a metrics region");
+		} else if (load_creds(m, &cr) == 0) {
 			fill_spec(m, &cr);
 			rc = lmount_run(&m->lc);
 		} else {
@@ -324,6 +353,7 @@ int cmd_mount(int argc, char **argv)
 		statusfd_write(m->lc.status_fd, -EINVAL, "bad arguments (see the usage)");
 	}
 	s3_credentials_clear(&cr);
+	mstats_unmap(m->lc.fs.mstats);
 	free(m);
 	return rc;
 }
