@@ -292,6 +292,16 @@ def test_dashboards_use_the_catalogue_and_nothing_else():
         assert "$" not in q.expr, q
 
 
+def test_volume_dashboard_selects_the_volume_everywhere():
+    """Every per-volume metric in lith / Volume is filtered by $volume (an
+    aggregation would hide another volume's series from the live check)."""
+    for q in dashboards.queries(volume="vol-a", files=("lith-volume.json",)):
+        for m in re.finditer(r"\b(lith_\w+)(\{[^}]*\})?", q.raw):
+            family = re.sub(r"_(bucket|sum|count)$", "", m[1])
+            if "volume_id" in CATALOGUE[family][1]:
+                assert 'volume_id="$volume"' in (m[2] or ""), f"{q}: {m[0]}"
+
+
 def test_synthetic_exposition_is_the_catalogue():
     e = synthetic(1)
     assert set(e.families) == set(CATALOGUE)
