@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "csi/callstats.h"
 #include "fetch/base/log.h"
 
 #define SHUTDOWN_TAG ((void *)1)
@@ -162,6 +163,7 @@ static void log_call(struct pending *p, const char *vol, double ms, const struct
 	int mlen = (int)GRPC_SLICE_LENGTH(m);
 	const char *ms_ = (const char *)GRPC_SLICE_START_PTR(m);
 
+	csi_callstats_add(ms_, (size_t)mlen, r->code, ms / 1000.0);
 	if (r->code == 0)
 		log_info("call", "method=%.*s volume_id=\"%s\" ms=%.1f code=OK", mlen, ms_, vol, ms);
 	else

@@ -42,8 +42,9 @@ def pb(tmp_path_factory):
 
 
 class Csi:
-    def __init__(self, workdir, cached, pb):
+    def __init__(self, workdir, cached, pb, extra=()):
         self.workdir, self.cached, (self.pb, self.rpc) = str(workdir), cached, pb
+        self.extra = list(extra)
         self.sock = os.path.join(self.workdir, "csi.sock")
         self.state = os.path.join(self.workdir, "state")
         self.log_path = os.path.join(self.workdir, "csi.log")
@@ -53,7 +54,8 @@ class Csi:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [lithcli.lith_bin(), "csi", "--endpoint", "unix://" + self.sock, "--node-id",
-             "node-1", "--state-dir", self.state, "--cache-socket", self.cached.socket],
+             "node-1", "--state-dir", self.state, "--cache-socket", self.cached.socket,
+             *self.extra],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
         self.chan = grpc.insecure_channel("unix://" + self.sock)
