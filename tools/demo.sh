@@ -70,8 +70,9 @@ done < <(find "$work/src" -type f -print0 | sort -z)
 
 echo "== lith csi: a kubelet-style NodePublishVolume into a pod's target path"
 target="$work/pods/demo-pod/volumes/kubernetes.io~csi/demo-pv/mount"
+metrics_port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$LITH" csi --endpoint "unix://$work/csi.sock" --node-id demo-node --state-dir "$work/csi-state" \
-  --cache-socket "$work/cached.sock" >"$work/csi.log" 2>&1 &
+  --cache-socket "$work/cached.sock" --metrics-addr "127.0.0.1:$metrics_port" >"$work/csi.log" 2>&1 &
 csi_pid=$!
 kubelet() { $PY tools/kubelet.py --csi "unix://$work/csi.sock" "$@"; }
 kubelet info
@@ -85,6 +86,9 @@ while IFS= read -r -d '' f; do
   if [ "$want" = "$got" ]; then echo "ok   $got  $rel"; else echo "FAIL $rel"; fails=$((fails+1)); fi
 done < <(find "$work/src" -type f -print0 | sort -z)
 kubelet stats --volume-id demo-pv --target "$target"
+echo "== one Prometheus scrape of the node (http://127.0.0.1:$metrics_port/metrics), a few series"
+curl -sf "http://127.0.0.1:$metrics_port/metrics" | grep -E \
+  '^lith_(fill_seconds_count|ttfb_floor_seconds|s3_requests_total|fuse_read_bytes_total|cache_used_bytes|cached_up)' || true
 kubelet unpublish --volume-id demo-pv --target "$target"
 
 [ "$fails" -eq 0 ] && echo "demo: all objects byte-identical" || { echo "demo: $fails objects differ"; exit 1; }

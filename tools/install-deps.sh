@@ -6,7 +6,7 @@
 set -euo pipefail
 
 PKGS=(
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config git curl
   libcurl4-openssl-dev libssl-dev libexpat1-dev libyaml-dev libxxhash-dev
   libfuse3-dev fuse3 libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
   protobuf-compiler libmicrohttpd-dev
