@@ -33,6 +33,8 @@
  * Fill protocol: blockstore_reserve() hands out a slot pinned for the caller
  * (evicting with CLOCK if needed, never a pinned slot); the caller fetches the
  * bytes, then blockstore_commit() or blockstore_abort(). Either ends the pin.
+ * A fetch that writes straight into the slot uses a blockstore_writer
+ * between reserve and commit instead (see below).
  *
  * Threads: every function except open/free is thread-safe (one mutex, held
  * only for table updates; I/O and hashing run outside it). blockstore_free()
