@@ -6,8 +6,9 @@
  * Slot life cycle (all transitions under the mutex, I/O outside it):
  *   FREE/VALID --reserve--> FILLING   gen made odd; a VALID victim leaves
  *                                     the index first (CLOCK, never FILLING)
- *   FILLING --commit--> VALID         outside the lock: clear the record,
- *                                     pwrite data, pwrite record (with the
+ *   FILLING --commit--> VALID         outside the lock (blockwrite.c):
+ *                                     clear the record, pwrite data (hashed
+ *                                     as written), pwrite record (with the
  *                                     data checksum); then publish, gen even
  *   FILLING --abort--> FREE           gen even (larger)
  *   VALID --bad checksum--> FREE      record cleared, gen even (larger)
@@ -23,7 +24,6 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <xxhash.h>
 
 #include "fetch/base/macro.h"
 #include "fetch/cached/blockstore_impl.h"
@@ -157,9 +157,8 @@ int blockstore_abort(struct blockstore *s, uint32_t slot)
 	return r;
 }
 
-/* The pinned slot's key and (odd) generation. */
-static int pinned_key(struct blockstore *s, uint32_t slot, struct blockstore_key *ret_key,
-		      uint64_t *ret_gen)
+int blockstore_pinned_key(struct blockstore *s, uint32_t slot, struct blockstore_key *ret_key,
+			  uint64_t *ret_gen)
 {
 	int r = -EINVAL;
 
@@ -173,49 +172,35 @@ static int pinned_key(struct blockstore *s, uint32_t slot, struct blockstore_key
 	return r;
 }
 
-/* Old record gone before the bytes change, new record only after them. */
-static int write_block(struct blockstore *s, uint32_t slot, const struct slotmeta_record *rec,
-		       const void *data)
+void blockstore_publish(struct blockstore *s, uint32_t slot, uint64_t checksum, uint32_t len)
 {
-	int r = slotio_clear_record(s->files.meta_fd, slot);
-
-	if (r == 0 && rec->len > 0)
-		r = slotio_pwrite_full(s->files.data_fd, data, rec->len,
-				       blockstore_slot_offset(s, slot));
-	if (r == 0)
-		r = slotio_write_record(s->files.meta_fd, slot, s->files.store_id, rec);
-	return r;
+	pthread_mutex_lock(&s->lock);
+	slottab_set_valid(&s->tab, slot, checksum, len);
+	s->used_bytes += len;
+	blockstore_gen_end(s, slot);
+	pthread_mutex_unlock(&s->lock);
 }
 
 int blockstore_commit(struct blockstore *s, uint32_t slot, const void *data, size_t len)
 {
-	struct slotmeta_record rec = { .flags = SLOTMETA_FLAG_VALID };
-	uint64_t gen;
+	struct blockstore_writer *w = NULL;
 	int r;
 
 	if (!s)
 		return -EINVAL;
-	r = pinned_key(s, slot, &rec.key, &gen);
-	if (r < 0)
-		return r;
 	if ((!data && len) || len > s->files.geo.block_size) {
 		blockstore_abort(s, slot);
 		return -EINVAL;
 	}
-	rec.len = (uint32_t)len;
-	rec.checksum = XXH3_64bits(data, len);
-	rec.generation = (gen | 1u) + 1; /* what blockstore_gen_end() publishes */
-	r = write_block(s, slot, &rec, data);
+	r = blockstore_writer_new(s, slot, &w);
+	if (r < 0)
+		return r;
+	r = blockstore_writer_put(w, 0, data, len);
 	if (r < 0) {
-		blockstore_abort(s, slot);
+		blockstore_writer_abort(w);
 		return r;
 	}
-	pthread_mutex_lock(&s->lock);
-	slottab_set_valid(&s->tab, slot, rec.checksum, rec.len);
-	s->used_bytes += rec.len;
-	blockstore_gen_end(s, slot);
-	pthread_mutex_unlock(&s->lock);
-	return 0;
+	return blockstore_writer_commit(w, (uint32_t)len);
 }
 
 /* ---- lookups ------------------------------------------------------------ */

@@ -33,6 +33,8 @@
  * Fill protocol: blockstore_reserve() hands out a slot pinned for the caller
  * (evicting with CLOCK if needed, never a pinned slot); the caller fetches the
  * bytes, then blockstore_commit() or blockstore_abort(). Either ends the pin.
+ * A fetch that writes straight into the slot uses a blockstore_writer
+ * between reserve and commit instead (see below).
  *
  * Threads: every function except open/free is thread-safe (one mutex, held
  * only for table updates; I/O and hashing run outside it). blockstore_free()
@@ -117,6 +119,32 @@ int blockstore_reserve(struct blockstore *s, const struct blockstore_key *key,
 int blockstore_commit(struct blockstore *s, uint32_t slot, const void *data, size_t len);
 /* Ends the pin without publishing. -EINVAL if the slot is not pinned. */
 int blockstore_abort(struct blockstore *s, uint32_t slot);
+
+/* Streaming fill of a pinned slot (blockwrite.c), for fetches that write a
+ * response body straight into the slot as it arrives instead of buffering
+ * it: the bytes go to the slot's place in the data file, the checksum is
+ * computed as they pass, and commit publishes the block only if exactly the
+ * expected number of bytes were written. A commit with fewer or more bytes
+ * (a truncated or failed GET) frees the slot: wrong bytes are never
+ * published. blockstore_commit() is this with one put.
+ *  - writer_new: takes over the pin of `slot` (reserved by the caller) and
+ *    clears the slot's old record before any byte changes. On failure the
+ *    pin is ended. -EINVAL (not pinned), -ENOMEM, -errno from pwrite.
+ *  - writer_put: writes len bytes at off within the block. off must be the
+ *    number of bytes written so far, or 0 to start again (a retried GET):
+ *    -EINVAL otherwise or past the block size; -errno from pwrite. Any
+ *    thread, one at a time per writer (the slot is pinned: nobody else
+ *    touches its bytes).
+ *  - writer_commit: 0 and the block published when exactly expect_len bytes
+ *    were written; else the slot is freed and -EIO returned. Frees w.
+ *  - writer_abort: ends the pin without publishing; frees w (NULL ok). */
+struct blockstore_writer;
+int blockstore_writer_new(struct blockstore *s, uint32_t slot,
+			  struct blockstore_writer **ret);
+int blockstore_writer_put(struct blockstore_writer *w, uint32_t off, const void *data,
+			  size_t len);
+int blockstore_writer_commit(struct blockstore_writer *w, uint32_t expect_len);
+void blockstore_writer_abort(struct blockstore_writer *w);
 
 /* Finds and verifies a block. 0 and *ret_loc on a hit; -ENOENT on a miss
  * (absent, being filled, recycled during verification, or bad checksum: the

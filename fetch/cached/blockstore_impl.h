@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Internals shared by blockstore.c and blockload.c (not for other modules):
- * the store object and the writer side of the generation protocol.
+ * Internals shared by blockstore.c, blockload.c and blockwrite.c (not for
+ * other modules):
+ * the store object, the writer side of the generation protocol and the
+ * hooks the streaming writer (blockwrite.c) uses.
  *
  * Locking: `lock` guards tab, used_bytes, evictions and every generation
  * change. Files and geometry are immutable between open and free. Counters
@@ -55,6 +57,14 @@ static inline void blockstore_gen_end(struct blockstore *s, uint32_t i)
 
 	atomic_store_explicit(&s->files.gens[i], (g | 1u) + 1, memory_order_release);
 }
+
+/* The pinned slot's key and (odd) generation; -EINVAL if not pinned
+ * (blockstore.c). */
+int blockstore_pinned_key(struct blockstore *s, uint32_t slot, struct blockstore_key *ret_key,
+			  uint64_t *ret_gen);
+
+/* Publishes a pinned slot whose bytes and record are on disk (blockstore.c). */
+void blockstore_publish(struct blockstore *s, uint32_t slot, uint64_t checksum, uint32_t len);
 
 /* Rebuilds the slot table from the metadata file (blockload.c). */
 int blockload_rebuild(struct blockstore *s);

@@ -5,9 +5,14 @@
  *  - two FIFO queues of fills not yet started (demand, prefetch);
  *  - `all`: every live fill, so a view's stats pointer can be forgotten;
  *  - a waiter per blocking ensure() call, counting fills still pending.
- * A fill's GET runs on the S3 engine thread; its completion is posted back
- * to the loop, where the blocks are committed to the store, flights are
- * removed, waiters are released and more fills are dispatched.
+ * A fill pins a slot per block when it starts (blockstore writers); its
+ * GET runs on the S3 engine thread, whose body callback writes each byte
+ * straight into its block's slot (and hashes it): no fill buffer, no copy.
+ * The completion is posted back to the loop, where the blocks are committed
+ * (published only if the GET delivered exactly the expected bytes, else
+ * their slots are freed), flights are removed, waiters are released and
+ * more fills are dispatched. When every slot is pinned a fill waits in its
+ * queue for a running one to end.
  */
 #include "fetch/cached/fill.h"
 
@@ -38,6 +43,7 @@ struct fill;
 struct flight {
 	struct blockstore_key key;
 	struct fill *fill;
+	struct blockstore_writer *w; /* while started; NULL: block already cached */
 	struct flight *next;
 };
 
@@ -46,7 +52,6 @@ struct fill {
 	struct s3_request req;
 	struct fill_object obj;  /* strings point into strs */
 	char *strs;
-	void *buf;
 	uint64_t first;          /* first block number */
 	uint32_t nblocks;
 	enum fill_kind kind;     /* why it was made: labels the metrics */
@@ -158,6 +163,15 @@ static int copy_object(struct fill *f, const struct fill_object *o)
 	return 0;
 }
 
+/* Ends the pins of blocks not committed (a failed or cancelled fill). */
+static void abort_writers(struct fill *f)
+{
+	for (uint32_t i = 0; i < f->nblocks; i++) {
+		blockstore_writer_abort(f->flights[i].w);
+		f->flights[i].w = NULL;
+	}
+}
+
 static void fill_free(struct fill *f)
 {
 	struct wref *r, *next;
@@ -166,9 +180,9 @@ static void fill_free(struct fill *f)
 		next = r->next;
 		free(r);
 	}
+	abort_writers(f);
 	if (f->obj.hold && f->strs)
 		f->obj.hold(f->obj.owner, -1);
-	free(f->buf);
 	free(f->strs);
 	free(f);
 }
@@ -283,20 +297,19 @@ static void account(struct fill *f, int err)
 		fill_stats_observe(f->stats, &x);
 }
 
+/* Publishes every block the GET wrote in full (a writer checks the byte
+ * count: a short block is freed, never published). */
 static int commit_blocks(struct fill_sched *s, struct fill *f)
 {
 	int err = 0;
 
 	for (uint32_t i = 0; i < f->nblocks; i++) {
 		uint64_t off = (uint64_t)i * s->block_size;
-		size_t len = MIN((uint64_t)s->block_size, f->req.res.bytes - off);
-		uint32_t slot;
-		int r = blockstore_reserve(s->store, &f->flights[i].key, &slot);
+		uint32_t len = (uint32_t)MIN((uint64_t)s->block_size, f->req.res.bytes - off);
+		struct blockstore_writer *w = f->flights[i].w;
+		int r = w ? blockstore_writer_commit(w, len) : 0;
 
-		if (r == -EEXIST)
-			continue;
-		if (r == 0)
-			r = blockstore_commit(s->store, slot, (char *)f->buf + off, len);
+		f->flights[i].w = NULL;
 		if (r < 0 && !err)
 			err = r;
 	}
@@ -336,6 +349,7 @@ static void fill_complete(struct evloop *loop, void *arg)
 			s->proof(s->proof_ctx, f->obj.identity, &f->obj);
 	} else {
 		s->c.get_errors++;
+		abort_writers(f);
 	}
 	fill_unregister(s, f);
 	release_waiters(s, f, err);
@@ -352,18 +366,62 @@ static void on_get_done(struct s3_request *req)
 		; /* the post queue is sized above the GET cap: cannot stay full */
 }
 
+/* Engine thread: body bytes at pos of the fill's range go straight into
+ * their blocks' slots. Blocks already cached (no writer) are skipped. */
+static int on_get_body(struct s3_request *req, uint64_t pos, const void *data, size_t len)
+{
+	struct fill *f = req->ctx;
+	uint32_t bs = f->s->block_size;
+	const char *p = data;
+
+	while (len > 0) {
+		uint64_t i = pos / bs;
+		uint32_t off = (uint32_t)(pos % bs);
+		size_t n = MIN(len, (size_t)(bs - off));
+		int r = i < f->nblocks && f->flights[i].w
+				? blockstore_writer_put(f->flights[i].w, off, p, n)
+				: (i < f->nblocks ? 0 : -EIO);
+
+		if (r < 0)
+			return r;
+		pos += n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Pins a slot per block. -EBUSY (nothing pinned) when every slot is. */
+static int reserve_blocks(struct fill_sched *s, struct fill *f)
+{
+	for (uint32_t i = 0; i < f->nblocks; i++) {
+		uint32_t slot;
+		int r = blockstore_reserve(s->store, &f->flights[i].key, &slot);
+
+		if (r == 0)
+			r = blockstore_writer_new(s->store, slot, &f->flights[i].w);
+		else if (r == -EEXIST || r == -EALREADY)
+			r = 0; /* cached meanwhile (or filled by another store user) */
+		if (r < 0) {
+			abort_writers(f);
+			return r;
+		}
+	}
+	return 0;
+}
+
 static int fill_start(struct fill_sched *s, struct fill *f)
 {
 	uint64_t len = fill_bytes(s, f);
+	int r = reserve_blocks(s, f);
 
-	f->buf = malloc(len);
-	if (!f->buf)
-		return -ENOMEM;
+	if (r < 0)
+		return r;
 	f->req = (struct s3_request){
 		.op = S3_OP_GET, .bucket = f->obj.bucket, .key = f->obj.key,
 		.offset = f->first * s->block_size, .length = len,
 		.if_match = f->obj.etag[0] ? f->obj.etag : NULL,
-		.buf = f->buf, .cap = len, .done = on_get_done, .ctx = f,
+		.sink = on_get_body, .done = on_get_done, .ctx = f,
 	};
 	f->started = true;
 	f->start_ns = clock_mono_ns();
@@ -383,12 +441,33 @@ static struct fill *next_fill(struct fill_sched *s)
 	return f;
 }
 
+/* Every slot pinned: wait (at the head of its queue) for a running fill
+ * to end, unless none runs. */
+static bool requeue_busy(struct fill_sched *s, struct fill *f, int r)
+{
+	struct queue *q = f->urgent ? &s->demand : &s->prefetch;
+
+	if (r != -EBUSY || s->gets == 0)
+		return false;
+	f->qprev = NULL;
+	f->qnext = q->head;
+	if (q->head)
+		q->head->qprev = f;
+	else
+		q->tail = f;
+	q->head = f;
+	q->count++;
+	return true;
+}
+
 static void dispatch(struct fill_sched *s)
 {
 	struct fill *f;
 
 	while ((f = next_fill(s))) {
 		int r = fill_start(s, f);
+		if (requeue_busy(s, f, r))
+			return;
 		if (r < 0) {
 			f->req.res.err = r;
 			s->gets++;

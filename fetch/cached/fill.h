@@ -12,8 +12,13 @@
  *    larger than the budget cannot starve. The prefetch queue is bounded:
  *    beyond it new prefetches are dropped (counted).
  *  - Pinning: every GET carries If-Match with the object's indexed ETag.
- * Threads: everything runs on the daemon's loop thread; S3 completions are
- * posted back to it. Callbacks run on the loop thread.
+ *  - Zero copy into the cache: a started fill holds one pinned slot per
+ *    block and the GET body is written straight into them; a block is
+ *    published only when the GET delivered exactly its bytes.
+ * Threads: everything runs on the daemon's loop thread except the GET body
+ * writes (S3 engine thread, into the fill's pinned slots only); S3
+ * completions are posted back to the loop. Callbacks run on the loop
+ * thread.
  */
 #ifndef LITH_CACHED_FILL_H
 #define LITH_CACHED_FILL_H

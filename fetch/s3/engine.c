@@ -334,6 +334,8 @@ static int validate(const struct s3_request *req)
 		return 0;
 	if (!req->key || !req->key[0] || strlen(req->key) > S3XML_MAX_KEY)
 		return -EINVAL;
+	if (req->op == S3_OP_GET && req->sink)
+		return req->length && req->offset <= UINT64_MAX - req->length ? 0 : -EINVAL;
 	if (req->op == S3_OP_GET && (!req->buf || !req->cap ||
 				     (req->length && req->length > req->cap) ||
 				     req->offset > UINT64_MAX - req->length))

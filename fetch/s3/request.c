@@ -26,6 +26,7 @@ static void reset_attempt(struct s3_xfer *x)
 {
 	x->received = 0;
 	x->overflow = false;
+	x->sink_err = 0;
 	x->status = 0;
 	x->have_length = false;
 	x->content_length = 0;
@@ -60,21 +61,38 @@ static size_t on_header(char *line, size_t size, size_t n, void *ud)
 
 static bool status_ok(long s) { return s >= 200 && s < 300; }
 
+/* A GET's body: into the caller's buffer, or handed to its sink. */
+static size_t get_body(struct s3_xfer *x, const char *data, size_t len)
+{
+	struct s3_request *req = x->req;
+	uint64_t cap = req->sink ? req->length : req->cap;
+	int r;
+
+	if (len > cap - x->received) {
+		x->overflow = true;
+		return 0; /* aborts the transfer */
+	}
+	if (req->sink) {
+		r = req->sink(req, x->received, data, len);
+		if (r < 0) {
+			x->sink_err = r;
+			return 0;
+		}
+	} else {
+		memcpy((char *)req->buf + x->received, data, len);
+	}
+	x->received += len;
+	return len;
+}
+
 static size_t on_body(char *data, size_t size, size_t n, void *ud)
 {
 	struct s3_xfer *x = ud;
 	struct s3_request *req = x->req;
 	size_t len = size * n;
 
-	if (req->op == S3_OP_GET && status_ok(x->status)) {
-		if (len > req->cap - x->received) {
-			x->overflow = true;
-			return 0; /* aborts the transfer */
-		}
-		memcpy((char *)req->buf + x->received, data, len);
-		x->received += len;
-		return len;
-	}
+	if (req->op == S3_OP_GET && status_ok(x->status))
+		return get_body(x, data, len);
 	if (strbuf_append(&x->body, data, len) < 0) {
 		if (req->op == S3_OP_LIST && status_ok(x->status)) {
 			x->overflow = true;

@@ -9,7 +9,8 @@
  * Ownership: the engine owns its thread, curl handles and queues. A bucket
  * owns its credential cache and may be shared by any number of requests; it
  * must outlive them. A request is owned by the caller from submit until its
- * done callback has returned; GET bodies land in the caller's buffer.
+ * done callback has returned; GET bodies land in the caller's buffer or
+ * go to its sink callback.
  *
  * Errors are -errno: ENOENT (404, NoSuchKey/NoSuchBucket), EACCES (401/403),
  * ESTALE (412, or an ETag other than the pinned one), ERANGE (416), EFBIG
@@ -124,6 +125,11 @@ struct s3_request {
 	const char *if_match;        /* GET, HEAD: pinned ETag, or NULL */
 	void *buf;                   /* GET: destination */
 	size_t cap;
+	/* GET, instead of buf/cap (length must be set): body bytes are handed
+	 * to sink on the engine thread as they arrive, pos counting from 0
+	 * within an attempt (a retried attempt starts again at 0). A negative
+	 * return aborts the request with that error (not retried). */
+	int (*sink)(struct s3_request *req, uint64_t pos, const void *data, size_t len);
 	struct s3_list_args list;    /* LIST */
 	void (*done)(struct s3_request *req);
 	void *ctx;

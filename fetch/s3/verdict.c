@@ -156,7 +156,11 @@ enum xfer_outcome xfer_finish(struct s3_xfer *x, CURLcode code, enum retry_class
 	if (x->overflow)
 		return fail(x, req->op == S3_OP_GET ? -EFBIG : -EBADMSG, RETRY_NO, cls,
 			    "response body larger than %zu bytes",
-			    req->op == S3_OP_GET ? req->cap : (size_t)S3XML_MAX_DOC);
+			    req->op == S3_OP_GET ? (size_t)(req->sink ? req->length : req->cap)
+						 : (size_t)S3XML_MAX_DOC);
+	if (x->sink_err)
+		return fail(x, x->sink_err, RETRY_NO, cls, "cannot store the body: %s",
+			    strerror(-x->sink_err));
 	if (code != CURLE_OK)
 		return judge_transport(x, code, cls);
 	if (x->status < 200 || x->status >= 300)

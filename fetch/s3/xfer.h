@@ -23,8 +23,9 @@ struct s3_xfer {
 	struct curl_slist *headers;
 	char *url;
 	struct strbuf body;        /* LIST document or error body */
-	uint64_t received;         /* GET bytes copied into req->buf */
+	uint64_t received;         /* GET bytes copied into req->buf or sunk */
 	bool overflow;             /* body larger than req->cap */
+	int sink_err;              /* req->sink refused the body (-errno) */
 	long status;
 	bool have_length;
 	uint64_t content_length;
