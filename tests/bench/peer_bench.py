@@ -73,6 +73,7 @@ class Run:
         if phase == "cold" and self.args.drop_caches:
             procstat.drop_caches()
         procstat.reset_hwm(system.pids())
+        system.staged_rss_mib = 0.0
         fired = []
         watchdog = threading.Timer(self.args.cell_timeout,
                                    lambda: (fired.append(1), system.abort()))

@@ -39,9 +39,9 @@ class Sizes:
 FULL = Sizes(stream=1 << 30, big=2 << 30, batch_n=8, batch_size=256 << 20,
              files=2000, file_size=16 << 10, selective_frac=0.05,
              selective_piece=64 << 10, random_qd1=300, random_qd64=2048)
-QUICK = Sizes(stream=64 << 20, big=128 << 20, batch_n=8, batch_size=16 << 20,
+QUICK = Sizes(stream=64 << 20, big=256 << 20, batch_n=8, batch_size=16 << 20,
               files=200, file_size=16 << 10, selective_frac=0.05,
-              selective_piece=64 << 10, random_qd1=60, random_qd64=512)
+              selective_piece=64 << 10, random_qd1=60, random_qd64=256)
 
 STREAM_KEY = "stream/object.bin"
 BIG_KEY = "big/object.bin"
