@@ -2,13 +2,14 @@
 
 Owns: resetting and reading the kernel's per-process RSS high-water mark
 (VmHWM; writing "5" to /proc/PID/clear_refs resets it, Linux >= 4.0), the
-peak RSS of a finished child (wait4's ru_maxrss), dropping the page cache,
+peak RSS of a short-lived child (its VmHWM, polled), dropping the page cache,
 and aborting a FUSE connection that a timed-out cell left hanging. Needs
 root (the benchmark runs as root because it mounts).
 """
 
 import contextlib
 import os
+import time
 
 
 def reset_hwm(pids):
@@ -34,11 +35,17 @@ def peak_rss_mib(pids):
     return sum(hwm_kib(p) for p in pids) / 1024.0
 
 
-def wait_rss(proc):
-    """Wait for a Popen child; returns (returncode, peak RSS in MiB)."""
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_maxrss / 1024.0
+def wait_rss(proc, interval=0.02):
+    """Wait for a Popen child; returns (returncode, peak RSS in MiB), the
+    child's VmHWM polled until it exits (the last interval is not seen).
+    Not wait4's ru_maxrss: that starts from the parent's RSS at fork (the
+    kernel carries the pre-exec high-water mark over), so it would report
+    this harness's own size for any small child."""
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, hwm_kib(proc.pid))
+        time.sleep(interval)
+    return proc.returncode, peak / 1024.0
 
 
 def drop_caches():

@@ -107,15 +107,19 @@ class System:
 
 class Lith(System):
     name = "lith"
+    cached_args = []          # extra `lith cached` / `lith mount` arguments
+    mount_args = []           # (peer_bench.py --lith-cached-arg/--lith-mount-arg)
 
     def start(self, work):
         self._fresh(work)
         s = self.sizes
         cache = max(s.big, s.batch_n * s.batch_size, s.stream) + (512 << 20)
-        self.cached = Cached(os.path.join(work, "cached"), cache_size=str(cache))
+        self.cached = Cached(os.path.join(work, "cached"), cache_size=str(cache),
+                             extra=self.cached_args)
         self.mount = Mount(self.bed, dataset.BUCKET, os.path.join(work, "mnt"),
                            socket=self.cached.socket, endpoint=self.endpoint,
-                           extra=["--log-file", os.path.join(work, "mount.log")])
+                           extra=["--log-file", os.path.join(work, "mount.log"),
+                                  *self.mount_args])
         self.cached.start()
         t0 = time.monotonic()
         self.mount.mount()
@@ -250,17 +254,18 @@ class Copy(System):
 
     def _aws(self, *args):
         env = lithcli.bed_env(self.bed, extra={"AWS_CONFIG_FILE": self.config})
-        self.proc = subprocess.Popen(
-            ["/usr/bin/aws", "s3", *args, "--endpoint-url", self.endpoint,
-             "--only-show-errors"], env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        errpath = os.path.join(self.work, "aws.err")
+        with open(errpath, "wb") as err:
+            self.proc = subprocess.Popen(
+                ["/usr/bin/aws", "s3", *args, "--endpoint-url", self.endpoint,
+                 "--only-show-errors"], env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=err)
         rc, rss = procstat.wait_rss(self.proc)
-        err = self.proc.stderr.read().decode(errors="replace")
-        self.proc.stderr.close()
         self.proc = None
         self.staged_rss_mib = max(self.staged_rss_mib, rss)
         if rc != 0:
-            raise RuntimeError(f"aws s3 {args[0]} failed ({rc}): {err[-500:]}")
+            with open(errpath, errors="replace") as f:
+                raise RuntimeError(f"aws s3 {args[0]} failed ({rc}): {f.read()[-500:]}")
 
     def abort(self):
         if self.proc and self.proc.poll() is None:
