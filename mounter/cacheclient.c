@@ -345,7 +345,7 @@ int cache_client_release(struct cache_client *c, uint64_t view)
 }
 
 static int request_read(struct cache_client *c, uint64_t view, uint64_t entry, uint64_t off,
-			uint64_t len, enum fill_kind kind, bool no_wait,
+			uint64_t len, enum fill_kind kind, bool no_wait, bool exact,
 			Lith__Cache__Reply **ret, char *msg, size_t msglen)
 {
 	Lith__Cache__Request req = LITH__CACHE__REQUEST__INIT;
@@ -358,6 +358,7 @@ static int request_read(struct cache_client *c, uint64_t view, uint64_t entry, u
 	rd.length = len;
 	rd.kind = (Lith__Cache__FillKind)kind;
 	rd.no_wait = no_wait;
+	rd.exact = exact;
 	req.body_case = LITH__CACHE__REQUEST__BODY_READ;
 	req.read = &rd;
 	r = call(c, &req, ret, NULL, NULL);
@@ -398,18 +399,32 @@ static ssize_t copy_blocks(struct cache_client *c, const Lith__Cache__ReadReply 
 	return (ssize_t)done;
 }
 
+/* An exact read's bytes, inline in the reply. */
+static ssize_t copy_inline(const Lith__Cache__ReadReply *rr, size_t len, char *buf)
+{
+	size_t n = MIN(rr->data.len, len);
+
+	memcpy(buf, rr->data.data, n);
+	return (ssize_t)n;
+}
+
 ssize_t cache_client_read(struct cache_client *c, uint64_t view, uint64_t entry, uint64_t off,
-			  size_t len, enum fill_kind kind, void *buf, char *msg, size_t msglen)
+			  size_t len, enum fill_kind kind, bool exact, void *buf, char *msg,
+			  size_t msglen)
 {
 	for (int attempt = 0; attempt < STALE_RETRIES; attempt++) {
 		Lith__Cache__Reply *rep;
 		ssize_t n;
-		int r = request_read(c, view, entry, off, len, kind, false, &rep, msg, msglen);
+		int r = request_read(c, view, entry, off, len, kind, false, exact, &rep, msg, msglen);
 
 		if (r < 0)
 			return r;
-		n = rep->body_case == LITH__CACHE__REPLY__BODY_READ
-			    ? copy_blocks(c, rep->read, off, len, buf) : -EPROTO;
+		if (rep->body_case != LITH__CACHE__REPLY__BODY_READ)
+			n = -EPROTO;
+		else if (rep->read->data.len)
+			n = copy_inline(rep->read, len, buf);
+		else
+			n = copy_blocks(c, rep->read, off, len, buf);
 		lith__cache__reply__free_unpacked(rep, NULL);
 		if (n != -ESTALE)
 			return n;
@@ -423,7 +438,7 @@ int cache_client_prefetch(struct cache_client *c, uint64_t view, uint64_t entry,
 			  uint64_t len, enum fill_kind kind)
 {
 	Lith__Cache__Reply *rep;
-	int r = request_read(c, view, entry, off, len, kind, true, &rep, NULL, 0);
+	int r = request_read(c, view, entry, off, len, kind, true, false, &rep, NULL, 0);
 
 	if (r == 0)
 		lith__cache__reply__free_unpacked(rep, NULL);

@@ -49,9 +49,12 @@ int cache_client_register(struct cache_client *c, const struct view_spec *spec,
 int cache_client_release(struct cache_client *c, uint64_t view);
 
 /* Reads [off, off+len) of index entry `entry` into buf; returns bytes read
- * (short only at the end of the object) or -errno. */
+ * (short only at the end of the object) or -errno. exact: a random
+ * reader's fault; on a miss the daemon fetches just this range, uncached
+ * (Read.exact in proto/cache.proto). */
 ssize_t cache_client_read(struct cache_client *c, uint64_t view, uint64_t entry, uint64_t off,
-			  size_t len, enum fill_kind kind, void *buf, char *msg, size_t msglen);
+			  size_t len, enum fill_kind kind, bool exact, void *buf, char *msg,
+			  size_t msglen);
 /* Asks the daemon to fetch a range ahead; does not wait for the fill. */
 int cache_client_prefetch(struct cache_client *c, uint64_t view, uint64_t entry, uint64_t off,
 			  uint64_t len, enum fill_kind kind);

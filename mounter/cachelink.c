@@ -377,7 +377,7 @@ int cachelink_start(struct cachelink *l, const struct index *mine)
 
 /* One read on c; *lost tells a broken connection from a daemon error. */
 static ssize_t read_on(struct lconn *c, uint64_t ino, uint64_t off, size_t len,
-		       enum fill_kind kind, void *buf, bool *lost)
+		       enum fill_kind kind, bool exact, void *buf, bool *lost)
 {
 	char msg[256];
 	uint64_t entry;
@@ -387,13 +387,13 @@ static ssize_t read_on(struct lconn *c, uint64_t ino, uint64_t off, size_t len,
 	*lost = false;
 	if (r < 0)
 		return r;
-	n = cache_client_read(c->c, c->view, entry, off, len, kind, buf, msg, sizeof(msg));
+	n = cache_client_read(c->c, c->view, entry, off, len, kind, exact, buf, msg, sizeof(msg));
 	*lost = n < 0 && cache_client_broken(c->c);
 	return n;
 }
 
 ssize_t cachelink_read(struct cachelink *l, uint64_t ino, uint64_t off, size_t len,
-		       enum fill_kind kind, void *buf)
+		       enum fill_kind kind, bool exact, void *buf)
 {
 	int64_t deadline = now_ms() + l->wait_ms;
 
@@ -404,7 +404,7 @@ ssize_t cachelink_read(struct cachelink *l, uint64_t ino, uint64_t off, size_t l
 
 		if (conn_get(l, deadline, &c) < 0)
 			return -EIO; /* the daemon stayed away */
-		n = read_on(c, ino, off, len, kind, buf, &lost);
+		n = read_on(c, ino, off, len, kind, exact, buf, &lost);
 		if (lost)
 			conn_lost(l, c);
 		conn_put(l, c);

@@ -67,7 +67,7 @@ int cachelink_start(struct cachelink *l, const struct index *mine);
 /* Bytes read (short only at the end of the object) or -errno; -EIO when the
  * daemon stayed away longer than wait_ms. */
 ssize_t cachelink_read(struct cachelink *l, uint64_t ino, uint64_t off, size_t len,
-		       enum fill_kind kind, void *buf);
+		       enum fill_kind kind, bool exact, void *buf);
 /* Best effort, never waits. */
 int cachelink_prefetch(struct cachelink *l, uint64_t ino, uint64_t off, uint64_t len,
 		       enum fill_kind kind);

@@ -250,7 +250,7 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	}
 	plan(fs, h, (uint64_t)off, size, &p);
 	t0 = now_us();
-	n = cachelink_read(fs->link, h->ino, (uint64_t)off, size, p.kind, buf);
+	n = cachelink_read(fs->link, h->ino, (uint64_t)off, size, p.kind, p.exact, buf);
 	note_time(fs, h, (uint64_t)off, now_us() - t0);
 	fs->reads++;
 	if (n >= 0 && (size_t)n != size)

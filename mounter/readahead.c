@@ -36,7 +36,7 @@ static bool in_stream(const struct ra_state *s, const struct ra_config *c, uint6
 
 	if (!s->started)
 		return off == 0;
-	return off >= lo && off <= s->pos + c->slack;
+	return off >= lo && off <= s->pos + (s->streaming ? c->slack : RA_SEQ_GAP);
 }
 
 static void grow(struct ra_state *s, const struct ra_config *c)
@@ -69,6 +69,7 @@ static void plan_seek(struct ra_state *s, const struct ra_config *c, uint64_t en
 	s->seeks += s->started;
 	s->started = true;
 	s->streaming = false;
+	s->run = 0;
 	s->window = c->min_window;
 	s->pos = s->ahead = end;
 }
@@ -103,15 +104,22 @@ void ra_plan_read(struct ra_state *s, const struct ra_config *c, uint64_t size, 
 	}
 	if (!in_stream(s, c, off)) {
 		plan_seek(s, c, end);
+		ret->exact = true;
 		return;
 	}
 	covered = s->streaming && end <= s->ahead;
 	if (s->streaming && !covered)
 		grow(s, c); /* the reader caught up with the frontier */
 	ret->kind = covered ? FILL_KIND_WHOLE : FILL_KIND_DEMAND;
+	if (!s->started)
+		s->run = RA_SEQ_RUN; /* a read from offset 0 starts a stream at once */
+	else if (s->run < RA_SEQ_RUN)
+		s->run++;
+	ret->exact = !s->streaming && s->run < RA_SEQ_RUN;
 	s->started = true;
 	s->pos = MAX(s->pos, end);
-	plan_ahead(s, c, size, ret);
+	if (!ret->exact)
+		plan_ahead(s, c, size, ret);
 }
 
 void ra_note_stall(struct ra_state *s, const struct ra_config *c, uint64_t off)

@@ -6,8 +6,12 @@
  * Policy (one struct ra_state per open file handle):
  *  - Small files (size <= small_file): the first read asks for the whole
  *    object (kind whole); later reads are covered by it.
- *  - Sequential streams: a read starting at offset 0, or near the end of
- *    the previous one (within `slack`), continues the stream. A stream keeps
+ *  - Sequential streams: a read starting at offset 0, or at most
+ *    RA_SEQ_GAP past the end of the previous one, continues the stream
+ *    (once the stream prefetches, within `slack`). A stream that starts at
+ *    offset 0 prefetches at once; after a seek only once RA_SEQ_RUN reads
+ *    in a row continued it, so ascending reads with gaps (a region query, a
+ *    selective reader) do not look like one. It then keeps
  *    a prefetch frontier `ahead`; when less than half a window lies between
  *    the reader and the frontier, [ahead, pos + window) is prefetched (kind
  *    whole). Reads behind the frontier are labelled whole (a prediction
@@ -18,6 +22,8 @@
  *    that never waits keeps a small window; one that waits on the link
  *    grows it until the link, not the window, is the limit.
  *  - Any other read is a seek: demand, no prefetch, the window resets.
+ *  - A demand read of a stream that does not prefetch (yet) is `exact`: the
+ *    daemon fetches just its bytes on a miss instead of whole blocks.
  * Reads that arrive slightly out of order (the kernel issues readahead
  * asynchronously to several FUSE threads) stay in the stream as long as
  * they fall within [pos - window - slack, pos + slack].
@@ -49,13 +55,18 @@ struct ra_state {
 	bool whole;            /* small file: the whole object was asked for */
 	bool streaming;        /* large file: this stream has prefetched */
 	uint64_t seeks, prefetches;
+	unsigned run;          /* reads in a row that continued the stream */
 };
 
 struct ra_plan {
 	enum fill_kind kind;   /* label for this read's own fill */
 	uint64_t pf_off, pf_len; /* prefetch to issue (pf_len 0: none) */
 	enum fill_kind pf_kind;
+	bool exact;            /* a random reader's fault: fetch just the bytes */
 };
+
+#define RA_SEQ_GAP (128u << 10)
+#define RA_SEQ_RUN 2u
 
 /* Fills in defaults for zero fields and clamps the rest. */
 void ra_config_normalize(struct ra_config *c);

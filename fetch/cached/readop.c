@@ -8,7 +8,8 @@
  *         the fill scheduler and wait; once filled, step again (bounded
  *         rounds: a block evicted between fill and reply is looked up anew).
  *   reply: the location of every block (slot offset, length, generation).
- * A prefetch (no_wait) schedules fills and answers at once.
+ * A prefetch (no_wait) schedules fills and answers at once. An exact read
+ * with a miss is handed to exactop.c (one ranged GET, answered inline).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,6 +30,8 @@ struct readop {
 	uint64_t first, last;   /* block numbers */
 	enum fill_kind kind;
 	bool no_wait;
+	bool exact;
+	uint64_t offset, length; /* as asked, for exact reads */
 	bool proven;
 	unsigned rounds;
 	struct s3_request head;
@@ -182,6 +185,11 @@ static void step_with(struct readop *op, struct view *v, struct blockread_loc *l
 		v->hits += n - nm;
 		v->misses += nm;
 	}
+	if (nm && op->exact && op->rounds == 0 &&
+	    exactop_start(op->c, op->id, op->view_id, &op->obj, op->offset, op->length)) {
+		op_end(op);
+		return;
+	}
 	if (!op->proven && nm < n) {
 		prove(op);
 		return;
@@ -246,6 +254,9 @@ static int op_init(struct readop *op, struct view *v, const Lith__Cache__Read *r
 	op->kind = (unsigned)rd->kind < (unsigned)FILL_KIND__COUNT ? (enum fill_kind)rd->kind
 								 : FILL_KIND_DEMAND;
 	op->no_wait = rd->no_wait;
+	op->exact = rd->exact && !rd->no_wait;
+	op->offset = rd->offset;
+	op->length = rd->length;
 	return 0;
 }
 

@@ -27,6 +27,7 @@ struct server {
 	struct conn *conns;
 	unsigned nconns;
 	struct server_counters c;
+	unsigned exact_inflight;   /* exactop.c */
 };
 
 void conn_ref(struct conn *c);
@@ -36,6 +37,10 @@ int conn_reply_error(struct conn *c, uint64_t id, int err, const char *msg);
 
 /* readop.c */
 void readop_start(struct conn *c, const Lith__Cache__Request *req);
+/* exactop.c: 1 when it took the read (its reply follows), 0 when the
+ * caller should fill blocks instead. */
+int exactop_start(struct conn *c, uint64_t id, uint64_t view_id, const struct fill_object *obj,
+		  uint64_t off, uint64_t len);
 /* stats.c */
 void stats_reply(struct conn *c, const Lith__Cache__Request *req);
 

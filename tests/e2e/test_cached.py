@@ -73,6 +73,32 @@ def disk_bytes(path):
     return alloc, apparent
 
 
+def test_exact_reads_fetch_just_their_bytes_uncached(rgw, bucket, cached, tmp_path):
+    data = os.urandom(3 * MIB + 1234)
+    rgw.put(bucket, "exact.bin", data)
+    d = cached()
+    env = lithcli.bed_env(rgw)
+    out = tmp_path / "out"
+    with rgw.ledger.window() as w:
+        res = lithcli.run([*d.cat_args(rgw, bucket, "exact.bin", out=out, chunk="64K"),
+                           "--exact", "--kind", "demand"], env=env, timeout=120)
+    assert res.rc == 0, res.text
+    assert out.read_bytes() == data
+    gets = w.counts.of("GET")
+    # one ranged GET per 64 KiB chunk, nothing more: no block was filled
+    assert len(gets) == (len(data) + 65535) // 65536
+    assert sum(e.bytes for e in gets) == len(data)
+    assert all(e.status == 206 for e in gets)
+    assert d.stats()["used_bytes"] == 0
+    # once the blocks are cached, exact reads are answered from them
+    assert d.cat(rgw, bucket, "exact.bin", env=env).rc == 0
+    with rgw.ledger.window() as w:
+        res = lithcli.run([*d.cat_args(rgw, bucket, "exact.bin", out=out, chunk="64K"),
+                           "--exact"], env=env, timeout=120)
+    assert res.rc == 0 and out.read_bytes() == data
+    assert w.counts["GET"] == 0
+
+
 def test_cap_holds_under_four_times_the_cache(rgw, bucket, cached, tmp_path):
     cap = 64 * MIB
     objs = {f"big/{i}.bin": os.urandom(16 * MIB) for i in range(16)}   # 256 MiB

@@ -126,8 +126,12 @@ def test_regimes_dashboards_and_ledger(node, rgw, make_bucket, tmp_path):
 
     with rgw.ledger.window() as w:  # every S3 request the node makes
         seq_t = publish(node, rgw, seq_b, "vol-seq", "reader-seq", tmp_path)
-        assert sequential(os.path.join(seq_t, "stream.bin")) == SEQ_SIZE
         rand_t = publish(node, rgw, rand_b, "vol-rand", "reader-rand", tmp_path)
+        # rate() sees what happens after a series' first sample: let the
+        # volumes' (zero) series be scraped before the workloads start
+        prom.wait_for('lith_fill_seconds_count{kind="demand"}',
+                      lambda r: {"vol-seq", "vol-rand"} <= set(by_volume(r)), timeout=60)
+        assert sequential(os.path.join(seq_t, "stream.bin")) == SEQ_SIZE
         random_4k(os.path.join(rand_t, "index.bin"), RAND_SIZE, RAND_READS)
         os.listdir(os.path.join(rand_t, "notes"))
     prom.wait_scraped(3, timeout=60)

@@ -37,6 +37,7 @@ struct catopts {
 	const char *volume;
 	uint64_t chunk;
 	enum fill_kind kind;
+	bool exact;
 	struct s3_uri uri;
 	const char *file;
 };
@@ -45,6 +46,8 @@ static const char cat_usage[] =
 	"usage: lith cached cat --socket PATH [options] s3://bucket[/prefix] FILE [-o OUT]\n"
 	"  --chunk SIZE       bytes per read request (default 8MiB)\n"
 	"  --kind K           demand|whole|prefetch-range (default whole)\n"
+	"  --exact            read like a random reader's faults: a chunk with a\n"
+	"                     missing block is fetched alone, uncached (chunk <= 1MiB)\n"
 	"  --volume ID        volume id for the daemon's logs and metrics\n" S3OPTS_HELP;
 
 static int parse_cat(struct catopts *c, int argc, char **argv)
@@ -56,6 +59,7 @@ static int parse_cat(struct catopts *c, int argc, char **argv)
 		{ "chunk", required_argument, NULL, 'c' },
 		{ "kind", required_argument, NULL, 'k' },
 		{ "volume", required_argument, NULL, 'v' },
+		{ "exact", no_argument, NULL, 'x' },
 		{ 0 },
 	};
 	char err[256];
@@ -68,6 +72,7 @@ static int parse_cat(struct catopts *c, int argc, char **argv)
 		case 's': c->socket = optarg; break;
 		case 'o': c->output = optarg; break;
 		case 'v': c->volume = optarg; break;
+		case 'x': c->exact = true; break;
 		case 'c':
 			if (parse_size(optarg, &c->chunk) < 0 || !c->chunk || c->chunk > (256u << 20))
 				return -EINVAL;
@@ -130,8 +135,8 @@ static int copy_out(struct cache_client *cl, uint64_t view, uint64_t ino, uint64
 	int r = buf ? 0 : -ENOMEM;
 
 	for (uint64_t off = 0; r == 0 && off < size;) {
-		ssize_t n = cache_client_read(cl, view, ino, off, c->chunk, c->kind, buf, msg,
-					      sizeof(msg));
+		ssize_t n = cache_client_read(cl, view, ino, off, c->chunk, c->kind, c->exact, buf,
+					      msg, sizeof(msg));
 		if (n <= 0) {
 			fprintf(stderr, "lith cached cat: read at %llu: %s [%s]\n",
 				(unsigned long long)off, msg, strerror(n < 0 ? (int)-n : EIO));

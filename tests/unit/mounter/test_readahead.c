@@ -114,10 +114,37 @@ static void test_window_grows_on_stalls_and_resets_on_seek(void)
 	/* a stall after a seek does not widen a stream that is not running */
 	ra_note_stall(&s, &c, 700 * MIB);
 	CHECK_INT(s.window, 1 * MIB);
-	/* the next read continues: a new stream starts prefetching */
+	CHECK(p.exact); /* a fault: just its bytes */
+	/* the next reads continue: after RA_SEQ_RUN of them a new stream
+	 * starts prefetching */
 	ra_plan_read(&s, &c, 1024 * MIB, 701 * MIB, MIB, &p);
-	CHECK_INT(p.pf_off, 702 * MIB);
+	CHECK_INT(p.pf_len, 0);
+	CHECK(p.exact);
+	ra_plan_read(&s, &c, 1024 * MIB, 702 * MIB, MIB, &p);
+	CHECK_INT(p.pf_off, 703 * MIB);
 	CHECK_INT(p.pf_len, MIB);
+	CHECK(!p.exact);
+}
+
+static void test_ascending_reads_with_gaps_are_not_a_stream(void)
+{
+	struct ra_config c = cfg();
+	struct ra_state s;
+	struct ra_plan p;
+
+	/* a selective reader: 64 KiB pieces in ascending order, ~1 MiB apart,
+	 * and now and then two pieces close together */
+	ra_init(&s, &c);
+	ra_plan_read(&s, &c, 2048 * MIB, 5 * MIB, 65536, &p);
+	for (uint64_t off = 6 * MIB; off < 1000 * MIB; off += MIB + 4 * 65536) {
+		ra_plan_read(&s, &c, 2048 * MIB, off, 65536, &p);
+		CHECK_INT(p.pf_len, 0);
+		CHECK(p.exact);
+		ra_plan_read(&s, &c, 2048 * MIB, off + 65536 + 65536, 65536, &p); /* one gap */
+		CHECK_INT(p.pf_len, 0);
+		CHECK(p.exact);
+	}
+	CHECK_INT(s.prefetches, 0);
 }
 
 static void test_catching_up_grows(void)
@@ -162,6 +189,7 @@ static void test_random_reads_are_demand(void)
 		ra_plan_read(&s, &c, 100 * MIB, offs[i] * MIB, 4096, &p);
 		CHECK_INT(p.kind, FILL_KIND_DEMAND);
 		CHECK_INT(p.pf_len, 0);
+		CHECK(p.exact);
 	}
 	CHECK_INT(s.prefetches, 0);
 }
@@ -194,6 +222,7 @@ int main(void)
 	test_catching_up_grows();
 	test_reordered_reads_stay_in_stream();
 	test_random_reads_are_demand();
+	test_ascending_reads_with_gaps_are_not_a_stream();
 	test_end_of_file();
 	return check_done();
 }
