@@ -12,9 +12,9 @@
 void ra_config_normalize(struct ra_config *c)
 {
 	if (!c->min_window)
-		c->min_window = 1 * MIB;
+		c->min_window = 8 * MIB;   /* one coalesced GET */
 	if (!c->max_window)
-		c->max_window = 64 * MIB;
+		c->max_window = 256 * MIB;
 	if (c->max_window < c->min_window)
 		c->max_window = c->min_window;
 	if (!c->slack)

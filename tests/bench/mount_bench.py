@@ -35,6 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 
+import cpusplit  # noqa: E402
 import lithcli  # noqa: E402
 from cachedd import Cached  # noqa: E402
 from lithmount import Mount, mounted, wait_for  # noqa: E402
@@ -112,10 +113,12 @@ def mount_once(bed, endpoint, size, work, extra):
     return size / 1e6 / secs
 
 
-def read_bench(bed, size, runs, extra):
+def read_bench(bed, size, runs, extra, split_cpus=False):
     print(f"\n== cold sequential read of a {size >> 20} MiB object "
-          f"(median of {runs}) ==")
+          f"(median of {runs}){' [--split-cpus]' if split_cpus else ''} ==")
     with S3Proxy(bed.port, profile="in-region") as px:
+        if split_cpus:
+            cpusplit.pin(px.proc.pid, cpusplit.SERVER_CPUS)
         for profile, endpoint in (("direct", bed.endpoint), ("in-region proxy", px.endpoint)):
             got = {"s3 bench": [], "cat": [], "mount": []}
             for i in range(runs):
@@ -200,6 +203,9 @@ def main():
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--skip-read", action="store_true")
     ap.add_argument("--skip-ls", action="store_true")
+    ap.add_argument("--split-cpus", action="store_true",
+                    help="RGW and the proxy on CPU 0, lith and the readers on the "
+                         "others (see cpusplit.py)")
     ap.add_argument("--mount-arg", action="append", default=[],
                     help="extra `lith mount` argument for the read benchmark")
     args = ap.parse_args()
@@ -208,10 +214,12 @@ def main():
     bed = RgwBed.attach(reuse) if reuse else RgwBed(tempfile.mkdtemp(prefix="lith-bench-"))
     if not reuse:
         bed.start()
+    if args.split_cpus:
+        cpusplit.split(bed.dir)
     try:
         if not args.skip_read:
             ensure_big(bed, size)
-            read_bench(bed, size, args.runs, args.mount_arg)
+            read_bench(bed, size, args.runs, args.mount_arg, args.split_cpus)
         if not args.skip_ls:
             ensure_tree(bed, args.files)
             ls_bench(bed, args.files)

@@ -43,6 +43,7 @@ import procstat  # noqa: E402
 import report  # noqa: E402
 import shapes as shapes_mod  # noqa: E402
 import systems as systems_mod  # noqa: E402
+import cpusplit  # noqa: E402
 from rgwbed import RgwBed  # noqa: E402
 from s3proxy import S3Proxy  # noqa: E402
 
@@ -220,6 +221,9 @@ def machine_notes(args, sizes, run_seconds, load_before, load_after):
         "page cache": "dropped (sync; echo 3 > /proc/sys/vm/drop_caches) before every "
                       "cold cell" if args.drop_caches else "not dropped",
         "lith options": " ".join(args.lith_cached_arg + args.lith_mount_arg) or "defaults",
+        "cpus": "split: RGW and the proxy on CPU 0, every client and the workloads on "
+                "the other core (--split-cpus, tests/bench/cpusplit.py)" if args.split_cpus
+                else "shared: RGW, the proxy, the clients and the workloads on all cores",
         "run time": f"{run_seconds / 60:.1f} min (bed start and dataset upload "
                     "included; the budget counts from the first cell)",
     }
@@ -238,6 +242,9 @@ def parse_args():
     ap.add_argument("--bed-dir", default=os.environ.get("LITH_RGW_DIR"),
                     help="reuse a running bed (default: start one, stop it after)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--split-cpus", action="store_true",
+                    help="RGW and the proxy on CPU 0, clients and workloads on the "
+                         "others: S3's CPU is not the node's (see cpusplit.py)")
     ap.add_argument("--lith-cached-arg", action="append", default=[],
                     help="extra `lith cached` argument (repeatable)")
     ap.add_argument("--lith-mount-arg", action="append", default=[],
@@ -270,6 +277,8 @@ def main():
         log("dataset:")
         digests = dataset.ensure(bed, sizes, log=lambda m: log(m))
         with S3Proxy(bed.port, profile="in-region") as proxy:
+            if args.split_cpus:
+                cpusplit.split(bed.dir, [proxy.proc.pid])
             run = Run(args, bed, proxy, sizes, digests)
             try:
                 for shape_cls in shape_classes:

@@ -10,7 +10,9 @@
 
 static struct ra_config cfg(void)
 {
-	struct ra_config c = { .small_file = 4 * MIB };
+	/* small windows keep the arithmetic below readable */
+	struct ra_config c = { .small_file = 4 * MIB, .min_window = 1 * MIB,
+			       .max_window = 64 * MIB };
 
 	ra_config_normalize(&c);
 	return c;
@@ -26,6 +28,10 @@ static void test_defaults(void)
 	CHECK_INT(c.slack, 2 * MIB);
 	CHECK_INT(c.align, 1 * MIB);
 	CHECK_INT(c.small_file, 0); /* 0 stays "never" */
+	c = (struct ra_config){ 0 };
+	ra_config_normalize(&c);
+	CHECK_INT(c.min_window, 8 * MIB);
+	CHECK_INT(c.max_window, 256 * MIB);
 }
 
 static void test_small_file_whole_once(void)
