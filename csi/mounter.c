@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fetch/base/procstat.h"
+
 #define ARGV_MAX 64
 #define ENV_MAX 8
 #define FUSE_SUPER_MAGIC 0x65735546
@@ -115,19 +117,9 @@ static void build_env(char env[ENV_MAX][VOLCTX_SECRET_MAX + 32], char *envp[ENV_
 
 unsigned long long mounter_starttime(pid_t pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long st = 0;
-	FILE *f;
+	struct procstat ps;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
-		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-		       "%*d %*d %llu", &st);
-	fclose(f);
-	return st;
+	return procstat_read(pid, &ps) == 0 ? ps.start : 0;
 }
 
 static int spawn(struct argv_buf *a, char **envp, int fuse_fd, int status_fd, int stats_fd,

@@ -445,22 +445,32 @@ int cache_client_prefetch(struct cache_client *c, uint64_t view, uint64_t entry,
 	return r;
 }
 
-int cache_client_exposition(struct cache_client *c, char **ret, struct cache_proc *proc)
+/* A GetStats reply (the caller frees it). */
+static int get_stats(struct cache_client *c, bool exposition, Lith__Cache__Reply **ret)
 {
 	Lith__Cache__Request req = LITH__CACHE__REQUEST__INIT;
 	Lith__Cache__GetStats gs = LITH__CACHE__GET_STATS__INIT;
-	Lith__Cache__Reply *rep;
 	int r;
 
-	gs.exposition = true;
+	gs.exposition = exposition;
 	req.body_case = LITH__CACHE__REQUEST__BODY_GET_STATS;
 	req.get_stats = &gs;
-	r = call(c, &req, &rep, NULL, NULL);
+	r = call(c, &req, ret, NULL, NULL);
+	if (r == 0 && (*ret)->body_case != LITH__CACHE__REPLY__BODY_STATS) {
+		lith__cache__reply__free_unpacked(*ret, NULL);
+		r = -EPROTO;
+	}
+	return r;
+}
+
+int cache_client_exposition(struct cache_client *c, char **ret, struct cache_proc *proc)
+{
+	Lith__Cache__Reply *rep;
+	int r = get_stats(c, true, &rep);
+
 	if (r < 0)
 		return r;
-	if (rep->body_case != LITH__CACHE__REPLY__BODY_STATS)
-		r = -EPROTO;
-	else if (!rep->stats->exposition || !*rep->stats->exposition)
+	if (!rep->stats->exposition || !*rep->stats->exposition)
 		r = -EMSGSIZE; /* the daemon could not render it within its cap */
 	else if (!(*ret = strdup(rep->stats->exposition)))
 		r = -ENOMEM;
@@ -474,21 +484,12 @@ int cache_client_exposition(struct cache_client *c, char **ret, struct cache_pro
 int cache_client_stats_text(struct cache_client *c, char **ret)
 {
 	static const char *const kinds[] = { "demand", "whole", "prefetch-range" };
-	Lith__Cache__Request req = LITH__CACHE__REQUEST__INIT;
-	Lith__Cache__GetStats gs = LITH__CACHE__GET_STATS__INIT;
 	Lith__Cache__Reply *rep;
 	struct strbuf b;
-	int r;
+	int r = get_stats(c, false, &rep);
 
-	req.body_case = LITH__CACHE__REQUEST__BODY_GET_STATS;
-	req.get_stats = &gs;
-	r = call(c, &req, &rep, NULL, NULL);
 	if (r < 0)
 		return r;
-	if (rep->body_case != LITH__CACHE__REPLY__BODY_STATS) {
-		lith__cache__reply__free_unpacked(rep, NULL);
-		return -EPROTO;
-	}
 	const Lith__Cache__StatsReply *s = rep->stats;
 	strbuf_init(&b, 1u << 20);
 	strbuf_appendf(&b, "capacity_bytes %llu\nused_bytes %llu\nhits %llu\nmisses %llu\n"

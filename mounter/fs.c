@@ -87,6 +87,7 @@ int lithfs_new(const struct lithfs_config *cfg, const struct index *idx, struct 
 	pthread_mutex_init(&fs->init_lock, NULL);
 	pthread_cond_init(&fs->init_cond, NULL);
 	pthread_mutex_init(&fs->handles_lock, NULL);
+	pthread_mutex_init(&fs->sib_lock, NULL);
 	*ret = fs;
 	return 0;
 }
@@ -97,6 +98,7 @@ void lithfs_free(struct lithfs *fs)
 		return;
 	fs_free_handles(fs);
 	pthread_mutex_destroy(&fs->handles_lock);
+	pthread_mutex_destroy(&fs->sib_lock);
 	pthread_mutex_destroy(&fs->init_lock);
 	pthread_cond_destroy(&fs->init_cond);
 	free(fs);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "mounter/fs.h"
+#include "mounter/siblings.h"
 
 #define FS_HANDLE_BUCKETS 1024u
 
@@ -27,6 +28,8 @@ struct lithfs {
 	/* open files by fh: freed by release, or at free */
 	struct lithfs_handle *handles[FS_HANDLE_BUCKETS];
 	_Atomic uint64_t opens, reads, read_bytes, read_errors, stalls, prefetches;
+	pthread_mutex_t sib_lock;
+	struct sib_state sib;    /* sibling readahead (siblings.h) */
 };
 
 /* An open file, found by (fh, ino). fh is the handle's address when this

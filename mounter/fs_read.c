@@ -200,6 +200,23 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		atomic_fetch_add(&fs->cfg.mstats->open_handles, 1);
 }
 
+/* The first read of a small file: if it continues a scan of its
+ * directory, prefetch the siblings after it (siblings.h). */
+static void prefetch_siblings(struct lithfs *fs, uint64_t ino)
+{
+	uint64_t sib[SIB_MAX_FILES];
+	struct index_attr a;
+	size_t n;
+
+	pthread_mutex_lock(&fs->sib_lock);
+	n = sib_plan(&fs->sib, fs->idx, ino, fs->cfg.ra.small_file, sib);
+	pthread_mutex_unlock(&fs->sib_lock);
+	for (size_t i = 0; i < n; i++)
+		if (index_getattr(fs->idx, sib[i], &a) == 0 &&
+		    cachelink_prefetch(fs->link, sib[i], 0, a.size, FILL_KIND_WHOLE) == 0)
+			fs->prefetches++;
+}
+
 static void plan(struct lithfs *fs, struct lithfs_handle *h, uint64_t off, size_t size,
 		 struct ra_plan *p)
 {
@@ -212,6 +229,8 @@ static void plan(struct lithfs *fs, struct lithfs_handle *h, uint64_t off, size_
 	if (p->pf_len && cachelink_prefetch(fs->link, h->ino, p->pf_off, p->pf_len,
 					    p->pf_kind) == 0)
 		fs->prefetches++;
+	if (p->pf_len && h->size <= fs->cfg.ra.small_file)
+		prefetch_siblings(fs, h->ino);
 }
 
 static void note_time(struct lithfs *fs, struct lithfs_handle *h, uint64_t off, uint64_t us)

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fetch/base/procstat.h"
+
 void mountreg_hash(const char *s, char out[17])
 {
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -74,27 +76,15 @@ int mountreg_cache_dir(const char *key, char *buf, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
-/* State and start time from /proc/PID/stat (fields 3 and 22). */
+/* State and start time of pid. */
 static int proc_stat(pid_t pid, char *ret_state, unsigned long long *ret_start)
 {
-	char path[64], buf[1024], *p;
-	ssize_t n;
-	int fd;
+	struct procstat ps = { 0 };
+	int r = procstat_read(pid, &ps);
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	p = strrchr(buf, ')'); /* the command name may hold anything */
-	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-				"%*d %*d %*d %llu", ret_state, ret_start) != 2)
-		return -EIO;
-	return 0;
+	*ret_state = ps.state;
+	*ret_start = ps.start;
+	return r < 0 ? r : 0;
 }
 
 int mountreg_alive(pid_t pid)
@@ -108,7 +98,7 @@ int mountreg_alive(pid_t pid)
 int mountreg_add(const char *mountpoint)
 {
 	char path[512], tmp[520];
-	unsigned long long start;
+	unsigned long long start = 0;
 	char state;
 	FILE *f;
 	int r = mountreg_path(mountpoint, "pid", path, sizeof(path));

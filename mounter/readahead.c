@@ -28,15 +28,21 @@ void ra_init(struct ra_state *s, const struct ra_config *c)
 	*s = (struct ra_state){ .window = c->min_window };
 }
 
-/* Does a read at off continue the current stream? */
-static bool in_stream(const struct ra_state *s, const struct ra_config *c, uint64_t off)
+/* Does a read of len bytes at off continue the current stream? Behind
+ * the furthest read by up to a window: a late one. Ahead of it: by
+ * RA_SEQ_GAP, or, in a stream that prefetches, by `slack` for a read as
+ * large as the kernel's readahead chunks (async readahead arriving out of
+ * order); a small read far ahead is an application skipping data. */
+static bool in_stream(const struct ra_state *s, const struct ra_config *c, uint64_t off,
+		      uint64_t len)
 {
 	uint64_t back = s->window + c->slack;
 	uint64_t lo = s->pos > back ? s->pos - back : 0;
+	bool big = s->streaming && len >= RA_KERNEL_CHUNK;
 
 	if (!s->started)
 		return off == 0;
-	return off >= lo && off <= s->pos + (s->streaming ? c->slack : RA_SEQ_GAP);
+	return off >= lo && off <= s->pos + (big ? c->slack : RA_SEQ_GAP);
 }
 
 static void grow(struct ra_state *s, const struct ra_config *c)
@@ -102,7 +108,7 @@ void ra_plan_read(struct ra_state *s, const struct ra_config *c, uint64_t size, 
 		plan_small(s, size, end, ret);
 		return;
 	}
-	if (!in_stream(s, c, off)) {
+	if (!in_stream(s, c, off, len)) {
 		plan_seek(s, c, end);
 		ret->exact = true;
 		return;
@@ -124,6 +130,6 @@ void ra_plan_read(struct ra_state *s, const struct ra_config *c, uint64_t size, 
 
 void ra_note_stall(struct ra_state *s, const struct ra_config *c, uint64_t off)
 {
-	if (s->streaming && in_stream(s, c, off))
+	if (s->streaming && in_stream(s, c, off, UINT64_MAX))
 		grow(s, c);
 }

@@ -7,7 +7,7 @@
  *  - Small files (size <= small_file): the first read asks for the whole
  *    object (kind whole); later reads are covered by it.
  *  - Sequential streams: a read starting at offset 0, or at most
- *    RA_SEQ_GAP past the end of the previous one, continues the stream
+ *    RA_SEQ_GAP (a page) past the end of the previous one, continues the stream
  *    (once the stream prefetches, within `slack`). A stream that starts at
  *    offset 0 prefetches at once; after a seek only once RA_SEQ_RUN reads
  *    in a row continued it, so ascending reads with gaps (a region query, a
@@ -26,7 +26,9 @@
  *    daemon fetches just its bytes on a miss instead of whole blocks.
  * Reads that arrive slightly out of order (the kernel issues readahead
  * asynchronously to several FUSE threads) stay in the stream as long as
- * they fall within [pos - window - slack, pos + slack].
+ * they fall within [pos - window - slack, pos + slack] and are as large as
+ * the kernel's readahead chunks (RA_KERNEL_CHUNK); a small read further
+ * ahead than RA_SEQ_GAP ends the stream (an application skipping data).
  *
  * Pure computation, no I/O, no locking: the caller serialises calls on one
  * state (fs_read.c holds the handle's mutex) and performs the prefetch.
@@ -65,8 +67,9 @@ struct ra_plan {
 	bool exact;            /* a random reader's fault: fetch just the bytes */
 };
 
-#define RA_SEQ_GAP (128u << 10)
-#define RA_SEQ_RUN 2u
+#define RA_SEQ_GAP (4u << 10)
+#define RA_KERNEL_CHUNK (256u << 10) /* reads this large may come out of order */
+#define RA_SEQ_RUN 3u
 
 /* Fills in defaults for zero fields and clamps the rest. */
 void ra_config_normalize(struct ra_config *c);

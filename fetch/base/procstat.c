@@ -9,36 +9,41 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Fields after the comm's closing parenthesis, counted from field 3 (state):
- * utime is field 14, stime 15, rss 24 (proc(5)). */
+/* Fields after the comm's closing parenthesis, counted from field 3
+ * (state): utime is field 14, stime 15, starttime 22, rss 24 (proc(5)). */
 int procstat_parse(const char *line, long ticks_per_s, long page_size, struct procstat *ret)
 {
 	const char *p = strrchr(line, ')');
-	unsigned long long utime = 0, stime = 0;
-	long long rss = 0;
+	unsigned long long utime = 0, stime = 0, start = 0;
+	long long rss = -1;
+	char state = 0;
 	int field = 2;
 
 	if (!p || ticks_per_s <= 0 || page_size <= 0)
 		return -EBADMSG;
 	for (p++; *p && field < 24;) {
-		char *end;
 		while (*p == ' ')
 			p++;
 		field++;
-		if (field == 14)
-			utime = strtoull(p, &end, 10);
+		if (field == 3)
+			state = *p;
+		else if (field == 14)
+			utime = strtoull(p, NULL, 10);
 		else if (field == 15)
-			stime = strtoull(p, &end, 10);
+			stime = strtoull(p, NULL, 10);
+		else if (field == 22)
+			start = strtoull(p, NULL, 10);
 		else if (field == 24)
-			rss = strtoll(p, &end, 10);
+			rss = strtoll(p, NULL, 10);
 		p = strchr(p, ' ');
 		if (!p)
 			break;
 	}
-	if (field < 24 || rss < 0)
+	if (field < 24 || rss < 0 || !state)
 		return -EBADMSG;
-	ret->rss_bytes = (uint64_t)rss * (uint64_t)page_size;
-	ret->cpu_seconds = (double)(utime + stime) / (double)ticks_per_s;
+	*ret = (struct procstat){ .state = state, .start = start,
+				  .rss_bytes = (uint64_t)rss * (uint64_t)page_size,
+				  .cpu_seconds = (double)(utime + stime) / (double)ticks_per_s };
 	return 0;
 }
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Resident memory and CPU time of a process, from /proc/PID/stat, for the
- * per-process metrics of every lith process.
+ * What lith needs of /proc/PID/stat: state and start time (tells a live
+ * process from a zombie and from a reused pid) and resident memory and CPU
+ * time (the per-process metrics). The command name may hold anything,
+ * so fields are counted from its closing parenthesis.
  */
 #ifndef LITH_BASE_PROCSTAT_H
 #define LITH_BASE_PROCSTAT_H
@@ -10,8 +12,10 @@
 #include <sys/types.h>
 
 struct procstat {
+	char state;                    /* 'R', 'S', 'Z', ... */
+	unsigned long long start;      /* start time, clock ticks after boot */
 	uint64_t rss_bytes;
-	double cpu_seconds; /* user + system */
+	double cpu_seconds;            /* user + system */
 };
 
 /* 0, -ENOENT when the process is gone, -EBADMSG on an unparseable line. */

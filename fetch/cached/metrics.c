@@ -182,61 +182,72 @@ static int s3_requests(struct strbuf *sb, const struct s3stats *st)
 	if (r == 0)
 		r = one(sb, "lith_s3_retries_total", "counter", "S3 attempts that were retried.",
 			st ? (double)atomic_load(&st->retries) : 0);
+	if (r == 0)
+		r = one(sb, "lith_s3_fetched_bytes_total", "counter",
+			"Object bytes received from S3 (fills and exact reads).",
+			st ? (double)atomic_load(&st->get_bytes) : 0);
 	return r;
 }
 
-static int scheduler(struct strbuf *sb, const struct fill_sched_counters *fc)
+/* One unlabelled sample per family. */
+struct single {
+	const char *name, *type, *help;
+	double value;
+};
+
+static int singles(struct strbuf *sb, const struct single *s, size_t n)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < n && r == 0; i++)
+		r = one(sb, s[i].name, s[i].type, s[i].help, s[i].value);
+	return r;
+}
+
+static int queued(struct strbuf *sb, const struct fill_sched_counters *fc)
 {
 	struct prom_labels l;
-	int r = one(sb, "lith_fills_in_flight", "gauge", "Fills with a GET in flight.",
-		    (double)fc->inflight_fills);
+	int r = prom_family(sb, "lith_fills_queued", "gauge", "Fills waiting, by queue.");
 
-	if (r == 0)
-		r = one(sb, "lith_fill_inflight_bytes", "gauge", "Bytes of the fills in flight.",
-			(double)fc->inflight_bytes);
-	if (r == 0)
-		r = one(sb, "lith_fill_budget_bytes", "gauge", "In-flight byte budget of fills.",
-			(double)fc->budget_bytes);
-	if (r == 0)
-		r = prom_family(sb, "lith_fills_queued", "gauge", "Fills waiting, by queue.");
 	prom_labels_init(&l);
 	prom_label(&l, "queue", "demand");
 	if (r == 0)
 		r = prom_sample(sb, "lith_fills_queued", &l, (double)fc->queued_demand);
 	prom_labels_init(&l);
 	prom_label(&l, "queue", "prefetch");
-	if (r == 0)
-		r = prom_sample(sb, "lith_fills_queued", &l, (double)fc->queued_prefetch);
-	if (r == 0)
-		r = one(sb, "lith_prefetch_dropped_total", "counter",
-			"Prefetches dropped because the prefetch queue was full.",
-			(double)fc->prefetch_dropped);
-	if (r == 0)
-		r = one(sb, "lith_fill_joined_total", "counter",
-			"Block reads that joined a fill already in flight (single flight).",
-			(double)fc->joined);
-	if (r == 0)
-		r = one(sb, "lith_s3_fetched_bytes_total", "counter", "Bytes fetched by fills.",
-			(double)fc->get_bytes);
-	return r;
+	return r ? r : prom_sample(sb, "lith_fills_queued", &l, (double)fc->queued_prefetch);
 }
 
-static int cache(struct strbuf *sb, const struct blockstore_stats *bs)
+/* The fetch scheduler and the block cache. */
+static int node_wide(struct strbuf *sb, const struct fill_sched_counters *fc,
+		     const struct blockstore_stats *bs)
 {
-	int r = one(sb, "lith_cache_evictions_total", "counter", "Cached blocks evicted.",
-		    (double)bs->evictions);
+	const struct single s[] = {
+		{ "lith_fills_in_flight", "gauge", "Fills with a GET in flight.",
+		  (double)fc->inflight_fills },
+		{ "lith_fill_inflight_bytes", "gauge", "Bytes of the fills in flight.",
+		  (double)fc->inflight_bytes },
+		{ "lith_fill_budget_bytes", "gauge", "In-flight byte budget of fills.",
+		  (double)fc->budget_bytes },
+		{ "lith_prefetch_dropped_total", "counter",
+		  "Prefetches dropped because the prefetch queue was full.",
+		  (double)fc->prefetch_dropped },
+		{ "lith_fill_joined_total", "counter",
+		  "Block reads that joined a fill already in flight (single flight).",
+		  (double)fc->joined },
+		{ "lith_cache_evictions_total", "counter", "Cached blocks evicted.",
+		  (double)bs->evictions },
+		{ "lith_cache_used_bytes", "gauge", "Bytes of cached blocks.",
+		  (double)bs->used_bytes },
+		{ "lith_cache_capacity_bytes", "gauge", "Bytes the block cache can hold.",
+		  (double)bs->capacity_bytes },
+		{ "lith_cache_checksum_failures_total", "counter",
+		  "Cached blocks dropped because their bytes no longer matched.",
+		  (double)bs->checksum_failures },
+	};
+	int r = singles(sb, s, sizeof(s) / sizeof(s[0]));
 
-	if (r == 0)
-		r = one(sb, "lith_cache_used_bytes", "gauge", "Bytes of cached blocks.",
-			(double)bs->used_bytes);
-	if (r == 0)
-		r = one(sb, "lith_cache_capacity_bytes", "gauge", "Bytes the block cache can hold.",
-			(double)bs->capacity_bytes);
-	if (r == 0)
-		r = one(sb, "lith_cache_checksum_failures_total", "counter",
-			"Cached blocks dropped because their bytes no longer matched.",
-			(double)bs->checksum_failures);
-	return r;
+	return r ? r : queued(sb, fc);
 }
 
 static int device(struct strbuf *sb, const struct blkdev_info *d)
@@ -271,9 +282,7 @@ int cached_metrics_render(const struct server_config *cfg, struct strbuf *sb)
 	if (r == 0)
 		r = s3_requests(sb, cfg->s3stats);
 	if (r == 0)
-		r = scheduler(sb, &fc);
-	if (r == 0)
-		r = cache(sb, &bs);
+		r = node_wide(sb, &fc, &bs);
 	if (r == 0)
 		r = device(sb, cfg->device);
 	return r;

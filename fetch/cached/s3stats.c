@@ -11,6 +11,8 @@ void s3stats_report(void *ctx, const struct s3_request *req)
 	struct s3stats *s = ctx;
 
 	atomic_fetch_add_explicit(&s->retries, req->res.retries, memory_order_relaxed);
+	if (req->op == S3_OP_GET && req->res.err == 0)
+		atomic_fetch_add_explicit(&s->get_bytes, req->res.bytes, memory_order_relaxed);
 }
 
 void s3stats_attempt(void *ctx, int op, unsigned http_status)

@@ -18,6 +18,7 @@
 struct s3stats {
 	atomic_uint_fast64_t count[S3_OP__COUNT][S3STATS_NSTATUS];
 	atomic_uint_fast64_t retries;
+	atomic_uint_fast64_t get_bytes;   /* GET bodies received: fills and exact reads */
 };
 
 extern const uint16_t s3stats_status[S3STATS_NSTATUS];

@@ -29,7 +29,6 @@ import math
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+
+from rgwbed import free_port, tail  # noqa: F401  (free_port is used by tests too)
 
 PROMETHEUS = os.environ.get("LITH_PROMETHEUS", "/usr/bin/prometheus")
 PROMTOOL = os.environ.get("LITH_PROMTOOL", "/usr/bin/promtool")
@@ -60,22 +61,7 @@ class PromQLError(PromError):
 
 
 # --------------------------------------------------------------------------
-# small helpers (same shapes as rgwbed's)
-
-def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def tail(path, lines=30):
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
+# small helpers
 
 def _float(v):
     return float(v)     # "NaN", "+Inf", "-Inf" parse as floats

@@ -182,6 +182,9 @@ def test_regimes_dashboards_and_ledger(node, rgw, make_bucket, tmp_path):
         theirs[(e.kind, e.status)] = theirs.get((e.kind, e.status), 0) + 1
     assert ours == theirs
     assert theirs.get(("GET", 206), 0) > 0
+    # and the bytes: what RGW sent is what lith counts as fetched
+    fetched = samples(text, "lith_s3_fetched_bytes_total")[frozenset()]
+    assert fetched == sum(e.bytes for e in w.counts.of("GET"))
 
 
 def test_health_endpoints(node):

@@ -123,11 +123,13 @@ static void test_window_grows_on_stalls_and_resets_on_seek(void)
 	CHECK(p.exact); /* a fault: just its bytes */
 	/* the next reads continue: after RA_SEQ_RUN of them a new stream
 	 * starts prefetching */
-	ra_plan_read(&s, &c, 1024 * MIB, 701 * MIB, MIB, &p);
-	CHECK_INT(p.pf_len, 0);
-	CHECK(p.exact);
-	ra_plan_read(&s, &c, 1024 * MIB, 702 * MIB, MIB, &p);
-	CHECK_INT(p.pf_off, 703 * MIB);
+	for (uint64_t off = 701 * MIB; off < 700 * MIB + RA_SEQ_RUN * MIB; off += MIB) {
+		ra_plan_read(&s, &c, 1024 * MIB, off, MIB, &p);
+		CHECK_INT(p.pf_len, 0);
+		CHECK(p.exact);
+	}
+	ra_plan_read(&s, &c, 1024 * MIB, 700 * MIB + RA_SEQ_RUN * MIB, MIB, &p);
+	CHECK_INT(p.pf_off, 701 * MIB + RA_SEQ_RUN * MIB);
 	CHECK_INT(p.pf_len, MIB);
 	CHECK(!p.exact);
 }
@@ -183,6 +185,27 @@ static void test_reordered_reads_stay_in_stream(void)
 	CHECK_INT(s.pos, 3 * MIB);
 }
 
+static void test_small_jumps_ahead_end_a_stream(void)
+{
+	struct ra_config c = cfg();
+	struct ra_state s;
+	struct ra_plan p;
+	unsigned demand = 0;
+
+	ra_init(&s, &c);
+	stream(&s, &c, 100 * MIB, 0, 10 * MIB, &demand);
+	CHECK(s.streaming);
+	/* a kernel readahead chunk that overtook the one before it: same stream */
+	ra_plan_read(&s, &c, 100 * MIB, 11 * MIB, MIB, &p);
+	CHECK_INT(s.seeks, 0);
+	/* a 64 KiB read 1.5 MiB further: the application skips data */
+	ra_plan_read(&s, &c, 100 * MIB, 12 * MIB + MIB / 2, 65536, &p);
+	CHECK_INT(s.seeks, 1);
+	CHECK(!s.streaming);
+	CHECK(p.exact);
+	CHECK_INT(p.pf_len, 0);
+}
+
 static void test_random_reads_are_demand(void)
 {
 	struct ra_config c = cfg();
@@ -229,6 +252,7 @@ int main(void)
 	test_reordered_reads_stay_in_stream();
 	test_random_reads_are_demand();
 	test_ascending_reads_with_gaps_are_not_a_stream();
+	test_small_jumps_ahead_end_a_stream();
 	test_end_of_file();
 	return check_done();
 }

@@ -83,6 +83,8 @@ static void test_procstat(void)
 	CHECK_INT(procstat_parse(line, 100, 4096, &ps), 0);
 	CHECK(ps.cpu_seconds > 3.99 && ps.cpu_seconds < 4.01);
 	CHECK_INT(ps.rss_bytes, 256 * 4096);
+	CHECK_INT(ps.state, 'S');
+	CHECK_INT(ps.start, 99);
 	CHECK_INT(procstat_parse("1234 (x) S 1 2 3", 100, 4096, &ps), -EBADMSG);
 	CHECK_INT(procstat_parse("no paren", 100, 4096, &ps), -EBADMSG);
 	CHECK_INT(procstat_read(getpid(), &ps), 0);
