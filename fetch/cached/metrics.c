@@ -73,30 +73,6 @@ static int v_misses(struct strbuf *sb, const struct view *v, const char *name)
 	return prom_sample(sb, name, &v->labels, (double)v->misses);
 }
 
-static int per_view_fills(struct strbuf *sb, const struct server_config *c)
-{
-	int r = each_view(sb, c, "lith_fill_seconds", "histogram",
-			  "Time from a fill being made to its first byte, by why it was made.",
-			  v_fill_seconds);
-	if (r == 0)
-		r = each_view(sb, c, "lith_ttfb_floor_seconds", "gauge",
-			      "Low quantile of the endpoint's own first-byte time over recent fills.",
-			      v_floor);
-	if (r == 0)
-		r = each_view(sb, c, "lith_fill_bytes_total", "counter",
-			      "Bytes fetched from S3 by fills, by kind.", v_fill_bytes);
-	if (r == 0)
-		r = each_view(sb, c, "lith_fill_errors_total", "counter",
-			      "Fills that failed, by kind.", v_fill_errors);
-	if (r == 0)
-		r = each_view(sb, c, "lith_cache_hits_total", "counter",
-			      "Blocks a read found in the cache.", v_hits);
-	if (r == 0)
-		r = each_view(sb, c, "lith_cache_misses_total", "counter",
-			      "Blocks a read had to wait for a fill.", v_misses);
-	return r;
-}
-
 /* ---- the index a view reads ------------------------------------------ */
 
 static int index_value(struct strbuf *sb, const struct view *v, const char *name, int which)
@@ -132,23 +108,36 @@ static int v_skipped(struct strbuf *sb, const struct view *v, const char *name)
 	return r;
 }
 
-static int per_view_index(struct strbuf *sb, const struct server_config *c)
+/* Every per-view family, in exposition order. */
+static const struct view_family {
+	const char *name, *type, *help;
+	view_fn fn;
+} view_families[] = {
+	{ "lith_fill_seconds", "histogram",
+	  "Time from a fill being made to its first byte, by why it was made.", v_fill_seconds },
+	{ "lith_ttfb_floor_seconds", "gauge",
+	  "Low quantile of the endpoint's own first-byte time over recent fills.", v_floor },
+	{ "lith_fill_bytes_total", "counter", "Bytes fetched from S3 by fills, by kind.",
+	  v_fill_bytes },
+	{ "lith_fill_errors_total", "counter", "Fills that failed, by kind.", v_fill_errors },
+	{ "lith_cache_hits_total", "counter", "Blocks a read found in the cache.", v_hits },
+	{ "lith_cache_misses_total", "counter", "Blocks a read had to wait for a fill.", v_misses },
+	{ "lith_index_entries", "gauge", "Files and directories in the volume's namespace index.",
+	  v_entries },
+	{ "lith_index_dataset_bytes", "gauge", "Bytes of all objects in the index.", v_dataset },
+	{ "lith_index_build_seconds", "gauge", "How long building the index took.", v_build },
+	{ "lith_index_age_seconds", "gauge", "Seconds since the index was built.", v_age },
+	{ "lith_index_skipped_keys", "gauge",
+	  "Keys that cannot be files, left out of the index, by reason.", v_skipped },
+};
+
+static int per_view(struct strbuf *sb, const struct server_config *c)
 {
-	int r = each_view(sb, c, "lith_index_entries", "gauge",
-			  "Files and directories in the volume's namespace index.", v_entries);
-	if (r == 0)
-		r = each_view(sb, c, "lith_index_dataset_bytes", "gauge",
-			      "Bytes of all objects in the index.", v_dataset);
-	if (r == 0)
-		r = each_view(sb, c, "lith_index_build_seconds", "gauge",
-			      "How long building the index took.", v_build);
-	if (r == 0)
-		r = each_view(sb, c, "lith_index_age_seconds", "gauge",
-			      "Seconds since the index was built.", v_age);
-	if (r == 0)
-		r = each_view(sb, c, "lith_index_skipped_keys", "gauge",
-			      "Keys that cannot be files, left out of the index, by reason.",
-			      v_skipped);
+	int r = 0;
+
+	for (size_t i = 0; i < sizeof(view_families) / sizeof(view_families[0]) && r == 0; i++)
+		r = each_view(sb, c, view_families[i].name, view_families[i].type,
+			      view_families[i].help, view_families[i].fn);
 	return r;
 }
 
@@ -273,12 +262,10 @@ int cached_metrics_render(const struct server_config *cfg, struct strbuf *sb)
 {
 	struct blockstore_stats bs;
 	struct fill_sched_counters fc;
-	int r = per_view_fills(sb, cfg);
+	int r = per_view(sb, cfg);
 
 	blockstore_get_stats(cfg->store, &bs);
 	fill_sched_counters(cfg->fills, &fc);
-	if (r == 0)
-		r = per_view_index(sb, cfg);
 	if (r == 0)
 		r = s3_requests(sb, cfg->s3stats);
 	if (r == 0)
