@@ -56,19 +56,23 @@ static int render_rows(struct strbuf *sb, const struct volrow *rows, size_t n)
 	return r ? r : prom_sample(sb, "lith_volumes_published", NULL, (double)n);
 }
 
-/* Under p->lock: the volumes' rows and the mounters' FUSE families (the
- * regions are unmapped only when a pub is freed, which needs the lock). */
-static int render_volumes(struct csi_plugin *p, struct strbuf *sb, struct volrow *rows,
+/* Under p->lock: the volumes' rows (*ret_rows, the caller frees) and the
+ * mounters' FUSE families (the regions are unmapped only when a pub is
+ * freed, which needs the lock). */
+static int render_volumes(struct csi_plugin *p, struct strbuf *sb, struct volrow **ret_rows,
 			  size_t *nrows)
 {
-	struct mstats_volume *mv = calloc(MAX_VOLUMES, sizeof(*mv));
-	size_t n = 0, nm = 0;
-	int r;
+	struct mstats_volume *mv = NULL;
+	struct volrow *rows = NULL;
+	size_t n = 0, nm = 0, count = 0;
+	int r = -ENOMEM;
 
-	if (!mv)
-		return -ENOMEM;
 	pthread_mutex_lock(&p->lock);
-	for (struct pub *pub = p->pubs; pub && n < MAX_VOLUMES; pub = pub->next, n++) {
+	for (struct pub *pub = p->pubs; pub && count < MAX_VOLUMES; pub = pub->next)
+		count++;
+	rows = calloc(count + 1, sizeof(*rows));
+	mv = calloc(count + 1, sizeof(*mv));
+	for (struct pub *pub = p->pubs; rows && mv && pub && n < count; pub = pub->next, n++) {
 		volume_labels(&pub->v, &rows[n].labels);
 		rows[n].restarts = (double)pub->restarts_total;
 		rows[n].abnormal = pub->unhealthy || pub->fd < 0 || pub->condition[0];
@@ -76,11 +80,13 @@ static int render_volumes(struct csi_plugin *p, struct strbuf *sb, struct volrow
 		if (pub->mstats)
 			mv[nm++] = (struct mstats_volume){ pub->mstats, rows[n].labels };
 	}
-	r = render_rows(sb, rows, n);
+	if (rows && mv)
+		r = render_rows(sb, rows, n);
 	if (r == 0)
 		r = mstats_render(sb, mv, nm);
 	pthread_mutex_unlock(&p->lock);
 	free(mv);
+	*ret_rows = rows;
 	*nrows = n;
 	return r;
 }
@@ -150,14 +156,12 @@ static int render_cached(struct csi_plugin *p, struct strbuf *sb, struct cache_p
 
 int csi_node_metrics(struct csi_plugin *p, struct strbuf *sb)
 {
-	struct volrow *rows = calloc(MAX_VOLUMES, sizeof(*rows));
+	struct volrow *rows = NULL;
 	struct cache_proc cached = { 0 };
 	struct prom_labels l;
 	size_t n = 0;
 	int r, up;
 
-	if (!rows)
-		return -ENOMEM;
 	prom_labels_init(&l);
 	prom_label(&l, "version", LITH_VERSION);
 	r = prom_family(sb, "lith_build_info", "gauge", "The running lith's version.");
@@ -166,7 +170,7 @@ int csi_node_metrics(struct csi_plugin *p, struct strbuf *sb)
 	if (r == 0)
 		r = csi_callstats_render(sb);
 	if (r == 0)
-		r = render_volumes(p, sb, rows, &n);
+		r = render_volumes(p, sb, &rows, &n);
 	up = r == 0 ? render_cached(p, sb, &cached) : r;
 	r = up < 0 ? up : render_processes(sb, up ? &cached : NULL, rows, n);
 	free(rows);

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fetch/base/fdio.h"
+
 #define INIT_MIN (sizeof(struct fuse_in_header) + 8) /* major, minor */
 
 int fuseinit_check(const void *buf, size_t len)
@@ -31,20 +33,6 @@ int fuseinit_check(const void *buf, size_t len)
 	return len < INIT_MIN || len > FUSEINIT_MAX ? -EBADMSG : 0;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int fuseinit_save(const char *path, const void *buf, size_t len)
 {
 	char tmp[4200];
@@ -55,7 +43,7 @@ int fuseinit_save(const char *path, const void *buf, size_t len)
 	fd = mkostemp(tmp, O_CLOEXEC); /* mode 0600 */
 	if (fd < 0)
 		return -errno;
-	r = write_all(fd, buf, len);
+	r = fdio_write_all(fd, buf, len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)

@@ -7,6 +7,7 @@
  * where the key of mapping level d starts in it.
  * Threads: loading touches only its own state.
  */
+#include "fetch/base/fdio.h"
 #include "fetch/base/yamlcfg.h"
 
 #include <errno.h>
@@ -362,21 +363,13 @@ int yamlcfg_load_buf(const char *buf, size_t len, const char *name, struct yamlc
 /* Reads at most YAMLCFG_MAX_FILE bytes; one more means "too large". */
 static int read_bounded(int fd, char *buf, size_t *ret_len)
 {
-	size_t have = 0;
+	ssize_t have = fdio_read_full(fd, buf, YAMLCFG_MAX_FILE + 1);
 
-	while (have <= YAMLCFG_MAX_FILE) {
-		ssize_t n = read(fd, buf + have, YAMLCFG_MAX_FILE + 1 - have);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		have += (size_t)n;
-	}
-	if (have > YAMLCFG_MAX_FILE)
+	if (have < 0)
+		return (int)have;
+	if ((size_t)have > YAMLCFG_MAX_FILE)
 		return -EFBIG;
-	*ret_len = have;
+	*ret_len = (size_t)have;
 	return 0;
 }
 

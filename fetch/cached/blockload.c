@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "fetch/base/fdio.h"
 #include "fetch/base/macro.h"
 #include "fetch/cached/blockstore_impl.h"
 #include "fetch/cached/slotio.h"
@@ -96,7 +97,7 @@ int blockload_rebuild(struct blockstore *s)
 	for (uint32_t first = 0; first < n; first += LOAD_BATCH) {
 		uint32_t cnt = MIN(LOAD_BATCH, n - first);
 		size_t want = (size_t)cnt * SLOTMETA_RECORD_BYTES;
-		ssize_t got = slotio_pread_full(s->files.meta_fd, buf, want,
+		ssize_t got = fdio_pread_full(s->files.meta_fd, buf, want,
 						slotmeta_record_offset(first));
 
 		if (got < 0)

@@ -12,6 +12,7 @@
  * writes). The first load only skips a pointless pread. Pinned down by
  * test_reader_race (signal-driven recycling between the load and the pread).
  */
+#include "fetch/base/fdio.h"
 #include "fetch/cached/blockread.h"
 
 #include <errno.h>
@@ -98,20 +99,9 @@ int blockread_check(const struct blockread_gens *g, const struct blockread_loc *
 
 static ssize_t pread_all(int fd, char *buf, size_t len, uint64_t off)
 {
-	size_t done = 0;
+	ssize_t n = fdio_pread_full(fd, buf, len, off);
 
-	while (done < len) {
-		ssize_t n = pread(fd, buf + done, len - done, (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO; /* the data file is shorter than the slot */
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
+	return n >= 0 && (size_t)n < len ? -EIO : n; /* the data file is shorter than the slot */
 }
 
 ssize_t blockread_pread(int data_fd, const struct blockread_gens *gens,

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <xxhash.h>
 
+#include "fetch/base/fdio.h"
 #include "fetch/cached/blockstore_impl.h"
 #include "fetch/cached/slotio.h"
 
@@ -77,7 +78,7 @@ int blockstore_writer_put(struct blockstore_writer *w, uint32_t off, const void 
 		return -EINVAL;
 	if (len == 0)
 		return 0;
-	r = slotio_pwrite_full(w->s->files.data_fd, data, len,
+	r = fdio_pwrite_all(w->s->files.data_fd, data, len,
 			       blockstore_slot_offset(w->s, w->slot) + off);
 	if (r == 0 && XXH3_64bits_update(w->st, data, len) != XXH_OK)
 		r = -EIO;

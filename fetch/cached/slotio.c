@@ -15,53 +15,15 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "fetch/base/fdio.h"
 #include "fetch/base/macro.h"
-
-int slotio_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-ssize_t slotio_pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	char *p = buf;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, p + done, len - done, (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
 
 static int hash_chunks(int fd, uint64_t off, uint32_t len, char *buf,
 		       XXH3_state_t *st)
 {
 	while (len > 0) {
 		size_t want = MIN((size_t)len, (size_t)SLOTIO_CHUNK);
-		ssize_t n = slotio_pread_full(fd, buf, want, off);
+		ssize_t n = fdio_pread_full(fd, buf, want, off);
 
 		if (n < 0)
 			return (int)n;
@@ -99,12 +61,12 @@ int slotio_write_record(int meta_fd, uint32_t slot, uint64_t store_id,
 	uint8_t rec[SLOTMETA_RECORD_BYTES];
 
 	slotmeta_record_encode(r, slot, store_id, rec);
-	return slotio_pwrite_full(meta_fd, rec, sizeof(rec), slotmeta_record_offset(slot));
+	return fdio_pwrite_all(meta_fd, rec, sizeof(rec), slotmeta_record_offset(slot));
 }
 
 int slotio_clear_record(int meta_fd, uint32_t slot)
 {
 	static const uint8_t zero[SLOTMETA_RECORD_BYTES];
 
-	return slotio_pwrite_full(meta_fd, zero, sizeof(zero), slotmeta_record_offset(slot));
+	return fdio_pwrite_all(meta_fd, zero, sizeof(zero), slotmeta_record_offset(slot));
 }

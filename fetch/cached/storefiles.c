@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fetch/base/fdio.h"
 #include "fetch/base/macro.h"
 #include "fetch/cached/slotio.h"
 
@@ -137,7 +138,7 @@ static const char *attach_meta(struct storefiles *f)
 
 	if (open_sized(f->dir_fd, STOREFILES_META, 0, &f->meta_fd) < 0)
 		return "metadata file unreadable";
-	if (slotio_pread_full(f->meta_fd, raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) ||
+	if (fdio_pread_full(f->meta_fd, raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) ||
 	    slotmeta_header_decode(raw, &h) < 0)
 		return "metadata header corrupt or truncated";
 	if (!header_matches(&h, &f->geo))
@@ -174,7 +175,7 @@ static int write_zeros(int fd, uint64_t size)
 	static const uint8_t zero[SLOTMETA_PAGE];
 
 	for (uint64_t off = 0; off < size; off += sizeof(zero)) {
-		int r = slotio_pwrite_full(fd, zero, MIN(sizeof(zero), size - off), off);
+		int r = fdio_pwrite_all(fd, zero, MIN(sizeof(zero), size - off), off);
 		if (r < 0)
 			return r;
 	}
@@ -241,7 +242,7 @@ static int create_gen(struct storefiles *f)
 	if (r < 0)
 		return r;
 	gen_header_encode(f->geo.nslots, f->store_id, hdr);
-	r = slotio_pwrite_full(f->gen_fd, hdr, sizeof(hdr), 0);
+	r = fdio_pwrite_all(f->gen_fd, hdr, sizeof(hdr), 0);
 	return r < 0 ? r : map_gens(f);
 }
 
@@ -260,7 +261,7 @@ static int create_meta(struct storefiles *f)
 	if (r < 0)
 		return r;
 	slotmeta_header_encode(&h, raw);
-	return slotio_pwrite_full(f->meta_fd, raw, sizeof(raw), 0);
+	return fdio_pwrite_all(f->meta_fd, raw, sizeof(raw), 0);
 }
 
 static int create(struct storefiles *f)

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fetch/base/fdio.h"
 #include "fetch/base/macro.h"
 #include "fetch/index/checksum.h"
 #include "fetch/index/tree_internal.h"
@@ -34,24 +35,13 @@ struct out {
 
 static void out_flush(struct out *o)
 {
-	size_t done = 0;
-
 	if (o->err || !o->len)
 		return;
 	if (index_hash_update(&o->hash, o->buf, o->len) < 0) {
 		o->err = -EIO;
 		return;
 	}
-	while (done < o->len) {
-		ssize_t w = write(o->fd, o->buf + done, o->len - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			o->err = w < 0 ? -errno : -EIO;
-			return;
-		}
-		done += (size_t)w;
-	}
+	o->err = fdio_write_all(o->fd, o->buf, o->len);
 	o->len = 0;
 }
 

@@ -16,6 +16,7 @@
  * serialises get/invalidate with one mutex and calls load() under it, so at
  * most one refresh runs at a time and readers wait for it.
  */
+#include "fetch/base/fdio.h"
 #include "fetch/s3/creds.h"
 
 #include <errno.h>
@@ -340,19 +341,12 @@ static int read_fd_bounded(int fd, size_t size, char **ret, size_t *ret_len)
 	if (!buf)
 		return -ENOMEM;
 	/* Reads what fstat saw; growth meanwhile is left for the next load. */
-	while (got < size) {
-		ssize_t n = read(fd, buf + got, size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			buf_wipe_free(buf, size + 1);
-			return -e;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
+	ssize_t n = fdio_read_full(fd, buf, size);
+	if (n < 0) {
+		buf_wipe_free(buf, size + 1);
+		return (int)n;
 	}
+	got = (size_t)n;
 	buf[got] = '\0';
 	*ret = buf;
 	*ret_len = got;
